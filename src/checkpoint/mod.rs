@@ -1,0 +1,1 @@
+//! Application-level checkpoint/restart (see issue 4).

@@ -1,0 +1,19 @@
+//! # rankmig
+//!
+//! Moves the ranks of a running MPI application between cluster nodes when nodes come
+//! and go, keeping the rank count, and chooses where each rank lands from how the ranks
+//! communicate and from the hardware tree (hwloc), with a two-step TreeMatch mapper.
+//!
+//! Module layering (dependencies point downwards only):
+//!
+//! | layer | modules |
+//! |---|---|
+//! | top | CLI (`src/main.rs`, [`cli`]) |
+//! | middle | [`checkpoint`] |
+//! | algorithm | [`treematch`] |
+//! | bottom | [`topology`], [`matrix`] |
+
+pub mod checkpoint;
+pub mod matrix;
+pub mod topology;
+pub mod treematch;
