@@ -1,1 +1,121 @@
-//! topology
+//! The trees TreeMatch works on: a machine from live hwloc, an hwloc XML file or an hwloc
+//! synthetic string; a cluster of identical machines under one root; virtual trees
+//! (restricted to some leaves, with oversubscription slots, composed from parts).
+//!
+//! ```
+//! use rankmig::topology::{LeafKind, TopologySpec};
+//! let spec: TopologySpec = "synthetic:pack:2 core:8 pu:2".parse().unwrap();
+//! let node = spec.load(LeafKind::Core).unwrap();
+//! assert_eq!(node.leaf_count(), 16);
+//! let cluster = rankmig::topology::Tree::cluster(&node, 4).unwrap();
+//! assert_eq!(cluster.describe_levels(), "Cluster:1(x4) Machine:4(x2) Package:8(x8) Core:64");
+//! ```
+
+mod hwloc;
+mod tree;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+pub use tree::{Leaf, Shape, Tree};
+
+/// What the leaves of a tree are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+pub enum LeafKind {
+    /// Physical cores (the default).
+    #[default]
+    Core,
+    /// Hardware threads (hwloc PUs).
+    Pu,
+}
+
+/// Where a machine's topology comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopologySpec {
+    /// The machine this process runs on (hwloc discovery).
+    Live,
+    /// An hwloc XML export (`lstopo file.xml`).
+    Xml(PathBuf),
+    /// An hwloc synthetic description such as `pack:2 core:8 pu:1`.
+    Synthetic(String),
+}
+
+impl TopologySpec {
+    /// Loads the machine tree.
+    pub fn load(&self, leaves: LeafKind) -> Result<Tree, TopologyError> {
+        match self {
+            TopologySpec::Live => hwloc::live(leaves),
+            TopologySpec::Xml(path) => hwloc::from_xml_file(path, leaves),
+            TopologySpec::Synthetic(s) => hwloc::from_synthetic(s, leaves),
+        }
+    }
+}
+
+impl FromStr for TopologySpec {
+    type Err = TopologyError;
+
+    /// Parses `live`, `xml:FILE` or `synthetic:STRING`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "live" {
+            Ok(TopologySpec::Live)
+        } else if let Some(path) = s.strip_prefix("xml:") {
+            Ok(TopologySpec::Xml(PathBuf::from(path)))
+        } else if let Some(desc) = s.strip_prefix("synthetic:") {
+            Ok(TopologySpec::Synthetic(desc.to_owned()))
+        } else {
+            Err(TopologyError::BadSpec(s.to_owned()))
+        }
+    }
+}
+
+impl std::fmt::Display for TopologySpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TopologySpec::Live => write!(f, "live"),
+            TopologySpec::Xml(p) => write!(f, "xml:{}", p.display()),
+            TopologySpec::Synthetic(s) => write!(f, "synthetic:{s}"),
+        }
+    }
+}
+
+/// Why a topology could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    /// The topology argument is none of the accepted forms.
+    #[error("topology '{0}': expected 'live', 'xml:FILE' or 'synthetic:STRING'")]
+    BadSpec(String),
+    /// The XML file could not be read.
+    #[error("{}: cannot read topology file: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// hwloc refused the XML file.
+    #[error("{}: hwloc refused this XML topology (not an hwloc XML export?)", path.display())]
+    InvalidXml {
+        /// The file.
+        path: PathBuf,
+    },
+    /// hwloc refused the synthetic description.
+    #[error("synthetic topology '{description}': hwloc refused it (example: 'pack:2 core:8 pu:1')")]
+    InvalidSynthetic {
+        /// The description.
+        description: String,
+    },
+    /// hwloc could not discover this machine.
+    #[error("cannot discover this machine's topology: {0}")]
+    Live(String),
+    /// The tree has no leaf (no core, or everything filtered away).
+    #[error("the topology has no usable leaf")]
+    NoLeaves,
+    /// A leaf index does not exist in the tree.
+    #[error("leaf {leaf} does not exist (the tree has {leaves} leaves)")]
+    LeafOutOfRange {
+        /// The index asked for.
+        leaf: usize,
+        /// How many leaves there are.
+        leaves: usize,
+    },
+}

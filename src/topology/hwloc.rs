@@ -1,0 +1,116 @@
+//! Building a [`Tree`] from hwloc: the live machine, an XML file or a synthetic string.
+
+use std::path::Path;
+
+use hwlocality::Topology;
+use hwlocality::object::TopologyObject;
+use hwlocality::object::types::ObjectType;
+
+use super::tree::{Leaf, Shape, Tree};
+use super::{LeafKind, TopologyError};
+
+/// Loads the topology of the machine this process runs on.
+pub fn live(leaves: LeafKind) -> Result<Tree, TopologyError> {
+    let topology = Topology::new().map_err(|e| TopologyError::Live(e.to_string()))?;
+    tree_of(&topology, leaves)
+}
+
+/// Loads an hwloc XML file (as `lstopo file.xml` writes it).
+pub fn from_xml_file(path: &Path, leaves: LeafKind) -> Result<Tree, TopologyError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let invalid = || TopologyError::InvalidXml {
+        path: path.to_owned(),
+    };
+    let topology = Topology::builder()
+        .from_xml(&text)
+        .map_err(|_| invalid())?
+        .build()
+        .map_err(|_| invalid())?;
+    tree_of(&topology, leaves)
+}
+
+/// Builds a topology from an hwloc synthetic description such as `pack:2 core:8 pu:1`.
+pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, TopologyError> {
+    let invalid = || TopologyError::InvalidSynthetic {
+        description: description.to_owned(),
+    };
+    let topology = Topology::builder()
+        .from_synthetic(description)
+        .map_err(|_| invalid())?
+        .build()
+        .map_err(|_| invalid())?;
+    tree_of(&topology, leaves)
+}
+
+/// Converts an hwloc topology to our tree: cache levels are skipped (they carry no
+/// choice TreeMatch could use beyond what packages, groups and cores already give),
+/// leaves are cores or PUs.
+fn tree_of(topology: &Topology, leaves: LeafKind) -> Result<Tree, TopologyError> {
+    let leaf_type = effective_leaf_type(topology, leaves);
+    let mut next_leaf = 0u32;
+    let shape = shape_of(topology.root_object(), leaf_type, &mut next_leaf)
+        .ok_or(TopologyError::NoLeaves)?;
+    Tree::from_shape(&shape)
+}
+
+/// Cores when asked and present, PUs otherwise.
+fn effective_leaf_type(topology: &Topology, leaves: LeafKind) -> ObjectType {
+    match leaves {
+        LeafKind::Pu => ObjectType::PU,
+        LeafKind::Core => {
+            if topology
+                .objects_with_type(ObjectType::Core)
+                .next()
+                .is_some()
+            {
+                ObjectType::Core
+            } else {
+                ObjectType::PU
+            }
+        }
+    }
+}
+
+fn shape_of(object: &TopologyObject, leaf_type: ObjectType, next: &mut u32) -> Option<Shape> {
+    let kind = object.object_type();
+    if kind == leaf_type {
+        let leaf = Leaf {
+            node: 0,
+            logical_index: *next,
+            os_index: object
+                .cpuset()
+                .and_then(|set| set.first_set())
+                .map(|i| usize::from(i) as u32),
+        };
+        *next += 1;
+        return Some(Shape::leaf(&kind.to_string(), leaf));
+    }
+    let mut children = Vec::new();
+    for child in object.normal_children() {
+        if child.object_type().is_cpu_cache() {
+            // Splice the cache's children in its place.
+            for grandchild in flatten_caches(child) {
+                children.extend(shape_of(grandchild, leaf_type, next));
+            }
+        } else {
+            children.extend(shape_of(child, leaf_type, next));
+        }
+    }
+    (!children.is_empty()).then(|| Shape::inner(&kind.to_string(), children))
+}
+
+/// The first non-cache descendants of a cache object, in order.
+fn flatten_caches(cache: &TopologyObject) -> Vec<&TopologyObject> {
+    let mut out = Vec::new();
+    for child in cache.normal_children() {
+        if child.object_type().is_cpu_cache() {
+            out.extend(flatten_caches(child));
+        } else {
+            out.push(child);
+        }
+    }
+    out
+}
