@@ -1,0 +1,140 @@
+//! Costs of a mapping, on the symmetrised matrix, over unordered pairs of ranks.
+
+use serde::Serialize;
+
+use crate::matrix::SymGraph;
+use crate::topology::Tree;
+
+use super::MapError;
+
+/// Cost of a link per tree level, from the top (root → its children) down to the leaves.
+///
+/// ```
+/// use rankmig::treematch::metrics::LinkCosts;
+/// let costs = LinkCosts::parse("100,10,1", 3).unwrap();
+/// assert_eq!(costs.climb(1), 1.0);   // siblings: the deepest link only
+/// assert_eq!(costs.climb(3), 111.0); // through the root
+/// assert_eq!(LinkCosts::default_for(3).climb(2), 11.0);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkCosts {
+    per_level: Vec<f64>,
+}
+
+impl LinkCosts {
+    /// Powers of ten: 1 for the deepest links, 10 above, 100 above that, ...
+    pub fn default_for(depth: usize) -> Self {
+        Self {
+            per_level: (0..depth)
+                .map(|l| 10f64.powi((depth - 1 - l) as i32))
+                .collect(),
+        }
+    }
+
+    /// Parses a comma-separated list, top level first; it must have one value per level.
+    pub fn parse(list: &str, depth: usize) -> Result<Self, MapError> {
+        let per_level = list
+            .split(',')
+            .map(|s| {
+                s.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| {
+                        MapError::BadOption(format!("--costs: '{s}' is not a non-negative number"))
+                    })
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        if per_level.len() != depth {
+            return Err(MapError::BadOption(format!(
+                "--costs '{list}' has {} values but the tree has {depth} link levels",
+                per_level.len()
+            )));
+        }
+        Ok(Self { per_level })
+    }
+
+    /// Cost of climbing the `d` deepest levels (and coming back down).
+    pub fn climb(&self, d: usize) -> f64 {
+        let n = self.per_level.len();
+        self.per_level[n - d.min(n)..].iter().sum()
+    }
+}
+
+/// The costs of one mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Σ w(i,j) × tree edges between the leaves of i and j.
+    pub hop_bytes: f64,
+    /// TreeMatch's Σ w(i,j) × C(d), C(d) the link costs of the d levels climbed.
+    pub sum_com: f64,
+    /// Volume exchanged between ranks on different cluster nodes.
+    pub inter_node: f64,
+}
+
+/// Evaluates a mapping (`leaf_of_rank[r]` = leaf of rank r in `tree`).
+pub fn evaluate(
+    graph: &SymGraph,
+    tree: &Tree,
+    leaf_of_rank: &[usize],
+    costs: &LinkCosts,
+) -> Metrics {
+    let depth = tree.depth();
+    let leaves = tree.leaves();
+    let mut m = Metrics {
+        hop_bytes: 0.0,
+        sum_com: 0.0,
+        inter_node: 0.0,
+    };
+    for (i, &li) in leaf_of_rank.iter().enumerate() {
+        for (j, w) in graph.neighbors(i) {
+            if j <= i {
+                continue;
+            }
+            let lj = leaf_of_rank[j];
+            let climbed = depth - tree.common_depth(li, lj);
+            m.hop_bytes += w * (2 * climbed) as f64;
+            m.sum_com += w * costs.climb(climbed);
+            if leaves[li].node != leaves[lj].node {
+                m.inter_node += w;
+            }
+        }
+    }
+    m
+}
+
+/// Hop-bytes only.
+pub fn hop_bytes(graph: &SymGraph, tree: &Tree, leaf_of_rank: &[usize]) -> f64 {
+    evaluate(
+        graph,
+        tree,
+        leaf_of_rank,
+        &LinkCosts::default_for(tree.depth()),
+    )
+    .hop_bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::CommMatrix;
+
+    #[test]
+    fn hop_bytes_and_sum_com_by_hand() {
+        // 2 nodes x 2 cores; 0-1 = 10 bytes each way, 0-2 = 5 one way.
+        let node = Tree::from_arities(&[2]).unwrap();
+        let tree = Tree::cluster(&node, 2).unwrap();
+        let g = CommMatrix::from_triples(3, [(0, 1, 10.0), (1, 0, 10.0), (0, 2, 5.0)]).symmetric();
+        let costs = LinkCosts::parse("100,1", 2).unwrap();
+        let m = evaluate(&g, &tree, &[0, 1, 2], &costs);
+        assert_eq!(m.hop_bytes, 20.0 * 2.0 + 5.0 * 4.0);
+        assert_eq!(m.sum_com, 20.0 * 1.0 + 5.0 * 101.0);
+        assert_eq!(m.inter_node, 5.0);
+    }
+
+    #[test]
+    fn costs_must_match_the_depth() {
+        assert!(LinkCosts::parse("1,2", 3).is_err());
+        assert!(LinkCosts::parse("1,x,2", 3).is_err());
+    }
+}
