@@ -1,0 +1,51 @@
+//! The few collective operations the checkpoint context needs, behind a small trait,
+//! so the context runs with MPI ([`super::MpiCollective`], feature `mpi`) or in a
+//! single process ([`LocalCollective`]) for tests and non-MPI programs.
+
+/// Collective operations over the ranks of a job.
+///
+/// Every rank must call the collective methods in the same order (as with MPI
+/// collectives).
+pub trait Collective {
+    /// This process's rank, `0..size()`.
+    fn rank(&self) -> u32;
+    /// Number of ranks.
+    fn size(&self) -> u32;
+    /// Replaces each element of `values` by its maximum over all ranks.
+    fn all_max(&self, values: &mut [u64]);
+    /// Waits until every rank has reached this call.
+    fn barrier(&self);
+}
+
+/// The collective of a job with a single rank: every operation is the identity.
+///
+/// ```
+/// use rankmig::checkpoint::{Collective, LocalCollective};
+/// let c = LocalCollective;
+/// let mut v = [3, 1];
+/// c.all_max(&mut v);
+/// assert_eq!((c.rank(), c.size(), v), (0, 1, [3, 1]));
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalCollective;
+
+impl Collective for LocalCollective {
+    fn rank(&self) -> u32 {
+        0
+    }
+
+    fn size(&self) -> u32 {
+        1
+    }
+
+    fn all_max(&self, _values: &mut [u64]) {}
+
+    fn barrier(&self) {}
+}
+
+/// Minimum over all ranks of `v`, through [`Collective::all_max`].
+pub fn all_min<C: Collective + ?Sized>(c: &C, v: u64) -> u64 {
+    let mut a = [u64::MAX - v];
+    c.all_max(&mut a);
+    u64::MAX - a[0]
+}

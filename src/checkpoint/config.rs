@@ -1,0 +1,276 @@
+//! Checkpoint settings, from code and from the environment.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::error::CheckpointError;
+use super::storage::JOB_NAME_MAX;
+
+/// Directory holding the epochs (`RANKMIG_CKPT_DIR`).
+pub const ENV_DIR: &str = "RANKMIG_CKPT_DIR";
+/// Save every N `checkpoint!` calls (`RANKMIG_CKPT_EVERY`).
+pub const ENV_EVERY: &str = "RANKMIG_CKPT_EVERY";
+/// Save every S seconds, decided collectively (`RANKMIG_CKPT_SECONDS`).
+pub const ENV_SECONDS: &str = "RANKMIG_CKPT_SECONDS";
+/// Number of complete epochs kept (`RANKMIG_CKPT_KEEP`).
+pub const ENV_KEEP: &str = "RANKMIG_CKPT_KEEP";
+/// `1` to restart from the newest valid checkpoint (`RANKMIG_RESTART`).
+pub const ENV_RESTART: &str = "RANKMIG_RESTART";
+/// Job name written into every file and checked at restart (`RANKMIG_CKPT_JOB`).
+pub const ENV_JOB: &str = "RANKMIG_CKPT_JOB";
+
+/// When saves happen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Interval {
+    /// Every N-th `checkpoint!` call (calls N, 2N, ...).
+    Calls(u64),
+    /// About every given duration; ranks agree on the call at which to save.
+    Time(Duration),
+}
+
+/// Settings of a [`super::CheckpointContext`].
+///
+/// ```
+/// use rankmig::checkpoint::{CheckpointConfig, Interval};
+/// let c = CheckpointConfig::new("/tmp/ckpt").job("solver").every(50).keep(3);
+/// assert_eq!(c.interval, Interval::Calls(50));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointConfig {
+    /// Directory holding one sub-directory per epoch.
+    pub dir: PathBuf,
+    /// When saves happen.
+    pub interval: Interval,
+    /// Complete epochs kept (at least 1).
+    pub keep: usize,
+    /// Restart from the newest checkpoint instead of starting afresh.
+    pub restart: bool,
+    /// Job name; a checkpoint of another job is refused.
+    pub job: String,
+}
+
+impl CheckpointConfig {
+    /// Settings with defaults: every 300 s, keep 2 epochs, no restart, job named
+    /// after the executable.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            interval: Interval::Time(Duration::from_secs(300)),
+            keep: 2,
+            restart: false,
+            job: default_job_name(),
+        }
+    }
+
+    /// Defaults (directory `rankmig-ckpt`) overridden by the environment.
+    pub fn from_env() -> Result<Self, CheckpointError> {
+        Self::new("rankmig-ckpt").with_env()
+    }
+
+    /// Overrides these settings with the `RANKMIG_*` variables that are set.
+    pub fn with_env(self) -> Result<Self, CheckpointError> {
+        self.with_vars(|k| std::env::var(k).ok())
+    }
+
+    /// Like [`CheckpointConfig::with_env`] with a custom variable lookup.
+    pub fn with_vars(
+        mut self,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, CheckpointError> {
+        if let Some(v) = get(ENV_DIR) {
+            self.dir = PathBuf::from(v);
+        }
+        if let Some(v) = get(ENV_EVERY) {
+            self.interval = Interval::Calls(parse_num(ENV_EVERY, &v)?);
+        }
+        if let Some(v) = get(ENV_SECONDS) {
+            self.interval = Interval::Time(parse_seconds(&v)?);
+        }
+        if let Some(v) = get(ENV_KEEP) {
+            self.keep = usize::try_from(parse_num(ENV_KEEP, &v)?).unwrap_or(usize::MAX);
+        }
+        if let Some(v) = get(ENV_RESTART) {
+            self.restart = parse_bool(&v)?;
+        }
+        if let Some(v) = get(ENV_JOB) {
+            self.job = v;
+        }
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Sets the directory.
+    pub fn dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.dir = dir.as_ref().to_path_buf();
+        self
+    }
+
+    /// Saves every `n` calls.
+    pub fn every(mut self, n: u64) -> Self {
+        self.interval = Interval::Calls(n);
+        self
+    }
+
+    /// Saves about every `d`.
+    pub fn every_duration(mut self, d: Duration) -> Self {
+        self.interval = Interval::Time(d);
+        self
+    }
+
+    /// Keeps `n` complete epochs.
+    pub fn keep(mut self, n: usize) -> Self {
+        self.keep = n;
+        self
+    }
+
+    /// Restarts from a checkpoint (or not).
+    pub fn restart(mut self, yes: bool) -> Self {
+        self.restart = yes;
+        self
+    }
+
+    /// Sets the job name.
+    pub fn job(mut self, name: impl Into<String>) -> Self {
+        self.job = name.into();
+        self
+    }
+
+    /// Checks the values: interval and keep at least 1, a short one-line job name.
+    pub fn validate(&self) -> Result<(), CheckpointError> {
+        let bad = |name, value: String, reason| {
+            Err(CheckpointError::Config {
+                name,
+                value,
+                reason,
+            })
+        };
+        match self.interval {
+            Interval::Calls(0) => return bad(ENV_EVERY, "0".into(), "must be at least 1"),
+            Interval::Time(d) if d.is_zero() => {
+                return bad(ENV_SECONDS, format!("{d:?}"), "must be positive");
+            }
+            _ => {}
+        }
+        if self.keep == 0 {
+            return bad(ENV_KEEP, "0".into(), "must be at least 1");
+        }
+        if self.job.is_empty()
+            || self.job.len() > JOB_NAME_MAX
+            || self.job.contains(['\n', '\r', '\0'])
+        {
+            return bad(
+                ENV_JOB,
+                self.job.clone(),
+                "must be 1 to 56 bytes on one line",
+            );
+        }
+        Ok(())
+    }
+}
+
+fn default_job_name() -> String {
+    let exe = std::env::current_exe().ok();
+    let stem = exe
+        .as_deref()
+        .and_then(Path::file_stem)
+        .and_then(|s| s.to_str())
+        .unwrap_or("rankmig-job");
+    let mut name = String::new();
+    for c in stem.chars().filter(|c| !c.is_control()) {
+        if name.len() + c.len_utf8() > JOB_NAME_MAX {
+            break;
+        }
+        name.push(c);
+    }
+    if name.is_empty() {
+        name.push_str("rankmig-job");
+    }
+    name
+}
+
+fn parse_num(name: &'static str, v: &str) -> Result<u64, CheckpointError> {
+    v.trim().parse().map_err(|_| CheckpointError::Config {
+        name,
+        value: v.into(),
+        reason: "not a whole number",
+    })
+}
+
+fn parse_seconds(v: &str) -> Result<Duration, CheckpointError> {
+    let err = |reason| CheckpointError::Config {
+        name: ENV_SECONDS,
+        value: v.into(),
+        reason,
+    };
+    let s: f64 = v.trim().parse().map_err(|_| err("not a number"))?;
+    if !s.is_finite() || s <= 0.0 {
+        return Err(err("must be a positive number of seconds"));
+    }
+    Duration::try_from_secs_f64(s).map_err(|_| err("out of range"))
+}
+
+fn parse_bool(v: &str) -> Result<bool, CheckpointError> {
+    match v.trim() {
+        "1" | "true" | "yes" => Ok(true),
+        "0" | "false" | "no" | "" => Ok(false),
+        _ => Err(CheckpointError::Config {
+            name: ENV_RESTART,
+            value: v.into(),
+            reason: "expected 1 or 0",
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn env_overrides_code() {
+        let c = CheckpointConfig::new("a")
+            .job("j")
+            .with_vars(vars(&[
+                (ENV_DIR, "/x"),
+                (ENV_EVERY, "7"),
+                (ENV_KEEP, "3"),
+                (ENV_RESTART, "1"),
+            ]))
+            .unwrap();
+        assert_eq!(c.dir, PathBuf::from("/x"));
+        assert_eq!(c.interval, Interval::Calls(7));
+        assert_eq!((c.keep, c.restart), (3, true));
+        let c = c.with_vars(vars(&[(ENV_SECONDS, "0.5")])).unwrap();
+        assert_eq!(c.interval, Interval::Time(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn bad_values_name_variable_and_value() {
+        let base = CheckpointConfig::new("a").job("j");
+        let e = base
+            .clone()
+            .with_vars(vars(&[(ENV_EVERY, "ten")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("RANKMIG_CKPT_EVERY=\"ten\""), "{e}");
+        let e = base
+            .clone()
+            .with_vars(vars(&[(ENV_SECONDS, "-1")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("RANKMIG_CKPT_SECONDS"), "{e}");
+        assert!(base.clone().with_vars(vars(&[(ENV_KEEP, "0")])).is_err());
+        assert!(
+            base.clone()
+                .with_vars(vars(&[(ENV_RESTART, "maybe")]))
+                .is_err()
+        );
+        assert!(base.job("a\nb").validate().is_err());
+    }
+}

@@ -1,0 +1,468 @@
+//! The checkpoint context: decides when to save, saves in the background, commits
+//! epochs collectively and restores at restart.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::collective::{Collective, LocalCollective};
+use super::config::{CheckpointConfig, Interval};
+use super::epoch::{self, CommitMarker};
+use super::error::CheckpointError;
+use super::restore::{self, LocalFinder};
+use super::storage::{self, FORMAT_VERSION, FileHeader, HEADER_LEN};
+use super::writer::{WriteJob, WriteOutcome, Writer};
+
+/// Checkpoint/restart state of one rank.
+///
+/// Build one per rank with the same configuration, restore (or create) the state
+/// with [`CheckpointContext::restore_or`], call [`crate::checkpoint!`] at a safe point
+/// of the main loop, and [`CheckpointContext::finalize`] at the end. All ranks must
+/// make the same sequence of calls: the context's collective steps rely on it.
+///
+/// ```
+/// use rankmig::checkpoint::{CheckpointConfig, CheckpointContext, LocalCollective};
+/// # fn main() -> Result<(), rankmig::checkpoint::CheckpointError> {
+/// # let tmp = tempfile::tempdir().unwrap();
+/// let cfg = CheckpointConfig::new(tmp.path()).job("doc").every(10);
+/// let mut ctx = CheckpointContext::new(cfg, LocalCollective)?;
+/// let mut state: (u64, Vec<f64>) = ctx.restore_or(|| (0, vec![0.0; 100]))?;
+/// while state.0 < 25 {
+///     state.1[0] += 1.0;
+///     state.0 += 1;
+///     rankmig::checkpoint!(ctx, state);
+/// }
+/// ctx.finalize()?;
+/// assert_eq!(ctx.last_committed(), Some(2));
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct CheckpointContext<C: Collective = LocalCollective> {
+    config: CheckpointConfig,
+    coll: C,
+    calls: u64,
+    next_event: u64,
+    last_save_call: u64,
+    last_save_time: Instant,
+    rate_sample: Option<(u64, u64)>,
+    next_epoch: u64,
+    pending: Option<u64>,
+    outcome: Option<WriteOutcome>,
+    writer: Writer,
+    restored: Option<u64>,
+    committed: Option<u64>,
+    notes: Vec<String>,
+}
+
+/// What the ranks agreed on at a check: whether every rank's write is done, the
+/// highest failing rank + 1 (0 if none), and the longest time since the last save.
+struct Agreed {
+    all_done: bool,
+    failed: u64,
+    elapsed_ns: u64,
+}
+
+impl<C: Collective> CheckpointContext<C> {
+    /// Builds the context; collective (every rank calls it).
+    ///
+    /// Creates the directory (mode 0700) and numbers the next epoch after the
+    /// highest one any rank sees, so an old epoch is never overwritten.
+    pub fn new(config: CheckpointConfig, coll: C) -> Result<Self, CheckpointError> {
+        let local = config
+            .validate()
+            .and_then(|()| storage::create_private_dir(&config.dir))
+            .and_then(|()| epoch::max_epoch(&config.dir));
+        let max_here = restore::agree(&coll, local, "open the checkpoint directory", &config.dir)?;
+        let mut a = [max_here];
+        coll.all_max(&mut a);
+        let mut ctx = Self {
+            config,
+            coll,
+            calls: 0,
+            next_event: 0,
+            last_save_call: 0,
+            last_save_time: Instant::now(),
+            rate_sample: None,
+            next_epoch: a[0] + 1,
+            pending: None,
+            outcome: None,
+            writer: Writer::new(),
+            restored: None,
+            committed: None,
+            notes: Vec::new(),
+        };
+        ctx.schedule_after_save();
+        Ok(ctx)
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &CheckpointConfig {
+        &self.config
+    }
+
+    /// The collective in use.
+    pub fn collective(&self) -> &C {
+        &self.coll
+    }
+
+    /// Mutable access to the collective, e.g. to replace an MPI communicator.
+    pub fn collective_mut(&mut self) -> &mut C {
+        &mut self.coll
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> u32 {
+        self.coll.rank()
+    }
+
+    /// Number of `checkpoint!` calls so far (continued from the checkpoint after a
+    /// restart).
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
+    /// Epoch restored from, if the state came from a checkpoint.
+    pub fn restored_epoch(&self) -> Option<u64> {
+        self.restored
+    }
+
+    /// Newest epoch committed by this context.
+    pub fn last_committed(&self) -> Option<u64> {
+        self.committed
+    }
+
+    /// Why epochs were skipped at restart, one line each (this rank's view).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Returns the saved state when restarting (`restart` set, e.g.
+    /// `RANKMIG_RESTART=1`), else `fresh()`. Collective.
+    ///
+    /// At restart the ranks agree on the newest committed epoch whose files verify on
+    /// every rank; damaged epochs are skipped. It is an error if none is left, or if
+    /// the newest committed epoch belongs to another job, another rank count or a
+    /// newer format.
+    pub fn restore_or<T, F>(&mut self, fresh: F) -> Result<T, CheckpointError>
+    where
+        T: DeserializeOwned,
+        F: FnOnce() -> T,
+    {
+        if self.config.restart {
+            self.restore()
+        } else {
+            Ok(fresh())
+        }
+    }
+
+    /// Restores the newest epoch valid on every rank (see
+    /// [`CheckpointContext::restore_or`]). Collective.
+    pub fn restore<T: DeserializeOwned>(&mut self) -> Result<T, CheckpointError> {
+        let dir = self.config.dir.clone();
+        let (rank, ranks) = (self.coll.rank(), self.coll.size());
+        let finder = LocalFinder::new(&dir, &self.config.job, rank, ranks);
+        let mut finder = restore::agree(&self.coll, finder, "list the checkpoint directory", &dir)?;
+        let agreed = restore::agree_on_epoch(&self.coll, &mut finder, &dir);
+        self.notes = std::mem::take(&mut finder.notes);
+        let cand = agreed?;
+        let state = bincode::deserialize::<T>(&cand.bytes[HEADER_LEN..]).map_err(|source| {
+            CheckpointError::Serde {
+                path: cand.path.clone(),
+                source,
+            }
+        });
+        let state = restore::agree(&self.coll, state, "decode the checkpoint", &dir)?;
+        self.discard_newer(cand.epoch)?;
+        self.restored = Some(cand.epoch);
+        self.calls = cand.header.calls;
+        self.last_save_call = self.calls;
+        self.last_save_time = Instant::now();
+        self.rate_sample = None;
+        self.schedule_after_save();
+        Ok(state)
+    }
+
+    /// Rank 0 removes the epochs newer than the restored one (they failed somewhere).
+    fn discard_newer(&mut self, restored: u64) -> Result<(), CheckpointError> {
+        let local = if self.coll.rank() == 0 {
+            epoch::list_epochs(&self.config.dir).and_then(|list| {
+                list.iter()
+                    .filter(|e| e.epoch > restored)
+                    .try_for_each(epoch::remove_epoch)
+            })
+        } else {
+            Ok(())
+        };
+        restore::agree(
+            &self.coll,
+            local,
+            "discard damaged epochs",
+            &self.config.dir,
+        )
+    }
+
+    /// Counts a `checkpoint!` call; `true` when the slow path
+    /// ([`CheckpointContext::event`]) must run. Used by the macro.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn tick(&mut self) -> bool {
+        self.calls += 1;
+        self.calls >= self.next_event
+    }
+
+    /// Counts a call and saves `state` if a save is due. Collective. Same as
+    /// [`crate::checkpoint!`] but returns the error instead of propagating it.
+    #[inline]
+    pub fn checkpoint<T: Serialize>(&mut self, state: &T) -> Result<(), CheckpointError> {
+        if self.tick() {
+            self.event(state)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The slow path of a `checkpoint!` call: a save, or a collective check of the
+    /// write in flight and of the clock. Used by the macro.
+    #[doc(hidden)]
+    #[inline(never)]
+    #[cold]
+    pub fn event<T: Serialize>(&mut self, state: &T) -> Result<(), CheckpointError> {
+        match self.config.interval {
+            Interval::Calls(n) => self.calls_event(state, n),
+            Interval::Time(d) => self.time_event(state, d),
+        }
+    }
+
+    fn calls_event<T: Serialize>(&mut self, state: &T, n: u64) -> Result<(), CheckpointError> {
+        if self.calls % n == 0 {
+            self.save(state)
+        } else {
+            let ag = self.exchange(0);
+            if ag.all_done {
+                self.complete_pending(ag.failed)?;
+            }
+            self.schedule_after_save();
+            Ok(())
+        }
+    }
+
+    fn time_event<T: Serialize>(&mut self, state: &T, d: Duration) -> Result<(), CheckpointError> {
+        let elapsed = u64::try_from(self.last_save_time.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let ag = self.exchange(elapsed);
+        if ag.all_done {
+            self.complete_pending(ag.failed)?;
+        }
+        let since = self.calls - self.last_save_call;
+        if since > 0 && ag.elapsed_ns > 0 {
+            self.rate_sample = Some((since, ag.elapsed_ns));
+        }
+        let interval = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        if ag.elapsed_ns >= interval {
+            self.save(state)
+        } else {
+            self.next_event = self.calls + self.time_step(interval - ag.elapsed_ns);
+            Ok(())
+        }
+    }
+
+    /// Calls until the next time check: the calls expected in `remaining_ns` at the
+    /// agreed rate, at least 1 and at most twice the calls observed (so a bad
+    /// estimate is corrected geometrically). Depends on agreed values only, so every
+    /// rank computes the same.
+    fn time_step(&self, remaining_ns: u64) -> u64 {
+        let Some((calls, ns)) = self.rate_sample else {
+            return 1;
+        };
+        let est = u128::from(remaining_ns) * u128::from(calls) / u128::from(ns.max(1));
+        let est = u64::try_from(est).unwrap_or(u64::MAX);
+        est.clamp(1, calls.saturating_mul(2).max(1))
+    }
+
+    /// Forces a save of `state` now, whatever the interval. Collective.
+    pub fn save_now<T: Serialize>(&mut self, state: &T) -> Result<(), CheckpointError> {
+        self.save(state)
+    }
+
+    /// Waits for the last write, commits its epoch, and stops the writer. Collective;
+    /// call it once after the main loop.
+    pub fn finalize(&mut self) -> Result<(), CheckpointError> {
+        self.wait_and_commit()
+    }
+
+    fn save<T: Serialize>(&mut self, state: &T) -> Result<(), CheckpointError> {
+        self.wait_and_commit()?;
+        let epoch = self.next_epoch;
+        let dir = self.config.dir.join(epoch::epoch_dir_name(epoch));
+        let name = epoch::rank_file_name(self.coll.rank());
+        let mut buf = self.writer.take_buffer();
+        buf.clear();
+        buf.resize(HEADER_LEN, 0);
+        if let Err(source) = bincode::serialize_into(&mut buf, state) {
+            return Err(CheckpointError::Serde {
+                path: dir.join(name),
+                source,
+            });
+        }
+        let header = self.header(epoch);
+        self.writer.submit(WriteJob {
+            dir,
+            name,
+            header,
+            buf,
+        })?;
+        self.pending = Some(epoch);
+        self.next_epoch += 1;
+        self.last_save_call = self.calls;
+        self.last_save_time = Instant::now();
+        self.schedule_after_save();
+        Ok(())
+    }
+
+    fn header(&self, epoch: u64) -> FileHeader {
+        FileHeader {
+            version: FORMAT_VERSION,
+            rank: self.coll.rank(),
+            ranks: self.coll.size(),
+            epoch,
+            calls: self.calls,
+            payload_len: 0,
+            checksum: 0,
+            job: self.config.job.clone(),
+        }
+    }
+
+    /// Sets the next call needing the slow path after a save (or at start).
+    fn schedule_after_save(&mut self) {
+        self.next_event = match self.config.interval {
+            Interval::Calls(n) => {
+                let next_save = (self.calls / n + 1).saturating_mul(n);
+                let mid = self.last_save_call + n / 2;
+                if self.pending.is_some() && mid > self.calls {
+                    mid.min(next_save)
+                } else {
+                    next_save
+                }
+            }
+            Interval::Time(d) => {
+                let interval = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+                self.calls + self.time_step(interval)
+            }
+        };
+    }
+
+    /// Collective check: takes this rank's write outcome if ready, then agrees.
+    fn exchange(&mut self, elapsed_ns: u64) -> Agreed {
+        if self.pending.is_some() && self.outcome.is_none() && self.writer.poll() {
+            self.outcome = self.writer.wait();
+        }
+        let not_done = u64::from(self.pending.is_some() && self.outcome.is_none());
+        let mut a = [not_done, self.local_failed(), elapsed_ns];
+        self.coll.all_max(&mut a);
+        Agreed {
+            all_done: a[0] == 0,
+            failed: a[1],
+            elapsed_ns: a[2],
+        }
+    }
+
+    fn local_failed(&self) -> u64 {
+        match &self.outcome {
+            Some(o) if o.result.is_err() => u64::from(self.coll.rank()) + 1,
+            _ => 0,
+        }
+    }
+
+    /// Waits for this rank's write in flight, agrees on the outcome, commits.
+    fn wait_and_commit(&mut self) -> Result<(), CheckpointError> {
+        if self.pending.is_none() {
+            return Ok(());
+        }
+        if self.outcome.is_none() {
+            self.outcome = self.writer.wait();
+        }
+        let mut a = [self.local_failed()];
+        self.coll.all_max(&mut a);
+        self.complete_pending(a[0])
+    }
+
+    /// With every rank's write finished: commits the pending epoch if none failed
+    /// (`failed` = highest failing rank + 1, or 0). Collective.
+    fn complete_pending(&mut self, failed: u64) -> Result<(), CheckpointError> {
+        let Some(epoch) = self.pending.take() else {
+            return Ok(());
+        };
+        let outcome = self.outcome.take();
+        let local = match outcome {
+            Some(o) => {
+                self.writer.recycle(o.buf);
+                o.result
+            }
+            None => Err(CheckpointError::WriterGone),
+        };
+        if failed != 0 {
+            local?;
+            return Err(CheckpointError::EpochFailed {
+                epoch,
+                dir: self.config.dir.clone(),
+                rank: failed - 1,
+            });
+        }
+        let committed = if self.coll.rank() == 0 {
+            self.commit(epoch)
+        } else {
+            Ok(())
+        };
+        restore::agree(&self.coll, committed, "commit the epoch", &self.config.dir)?;
+        self.committed = Some(epoch);
+        Ok(())
+    }
+
+    /// Rank 0: writes the commit marker of `epoch`, then applies retention.
+    fn commit(&self, epoch: u64) -> Result<(), CheckpointError> {
+        let marker = CommitMarker {
+            version: FORMAT_VERSION,
+            job: self.config.job.clone(),
+            ranks: self.coll.size(),
+            epoch,
+        };
+        let dir = self.config.dir.join(epoch::epoch_dir_name(epoch));
+        marker.write(&dir)?;
+        epoch::apply_retention(&self.config.dir, self.config.keep, epoch).map(|_| ())
+    }
+
+    /// The checkpoint directory.
+    pub fn dir(&self) -> &Path {
+        &self.config.dir
+    }
+}
+
+/// Saves the application state at a safe point if a save is due, else costs a few
+/// nanoseconds. Propagates a [`CheckpointError`] with `?`, so the enclosing function
+/// must return a `Result` whose error converts from it. Collective: every rank must
+/// reach the same calls.
+///
+/// ```
+/// use rankmig::checkpoint::{CheckpointConfig, CheckpointContext, CheckpointError, LocalCollective};
+/// fn run(dir: &std::path::Path) -> Result<u64, CheckpointError> {
+///     let mut ctx = CheckpointContext::new(CheckpointConfig::new(dir).job("m").every(4), LocalCollective)?;
+///     let mut iter: u64 = ctx.restore_or(|| 0)?;
+///     while iter < 10 {
+///         iter += 1;
+///         rankmig::checkpoint!(ctx, iter);
+///     }
+///     ctx.finalize()?;
+///     Ok(iter)
+/// }
+/// # let tmp = tempfile::tempdir().unwrap();
+/// assert_eq!(run(tmp.path()).unwrap(), 10);
+/// ```
+#[macro_export]
+macro_rules! checkpoint {
+    ($ctx:expr, $state:expr) => {
+        if $ctx.tick() {
+            $ctx.event(&$state)?;
+        }
+    };
+}

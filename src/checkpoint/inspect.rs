@@ -1,0 +1,301 @@
+//! `rankmig inspect DIR [--verify]`: what a checkpoint directory holds.
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::epoch::{self, CommitMarker};
+use super::error::CheckpointError;
+use super::storage::{self, FileHeader};
+
+/// State of one rank file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileStatus {
+    /// Header valid and size right (and, with verification, checksum right).
+    Ok,
+    /// Damaged: the reason.
+    Corrupt(String),
+}
+
+/// One rank file of an epoch.
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    /// Rank from the file name.
+    pub rank: u32,
+    /// Path of the file.
+    pub path: PathBuf,
+    /// Size on disk in bytes.
+    pub size: u64,
+    /// Header, if it could be decoded.
+    pub header: Option<FileHeader>,
+    /// Whether the file is usable.
+    pub status: FileStatus,
+}
+
+/// One epoch directory.
+#[derive(Debug, Clone)]
+pub struct EpochReport {
+    /// Epoch number.
+    pub epoch: u64,
+    /// Path of the epoch directory.
+    pub path: PathBuf,
+    /// The commit marker, if present and readable.
+    pub marker: Option<CommitMarker>,
+    /// Why the marker could not be read, if it is present but damaged.
+    pub marker_error: Option<String>,
+    /// Rank files found, by rank.
+    pub files: Vec<FileReport>,
+    /// Ranks below the marker's rank count without a file.
+    pub missing: Vec<u32>,
+}
+
+impl EpochReport {
+    /// Whether the epoch carries a valid commit marker.
+    pub fn is_complete(&self) -> bool {
+        self.marker.is_some()
+    }
+
+    /// Whether the epoch is complete but has a damaged or missing file.
+    pub fn is_damaged(&self) -> bool {
+        self.is_complete()
+            && (!self.missing.is_empty() || self.files.iter().any(|f| f.status != FileStatus::Ok))
+    }
+}
+
+/// What a checkpoint directory holds, newest epoch first.
+#[derive(Debug, Clone)]
+pub struct InspectReport {
+    /// The directory inspected.
+    pub dir: PathBuf,
+    /// Whether payload checksums were recomputed.
+    pub verified: bool,
+    /// Epochs, newest first.
+    pub epochs: Vec<EpochReport>,
+}
+
+impl InspectReport {
+    /// Whether a complete epoch has a corrupt or missing file (or a damaged marker).
+    pub fn has_corruption(&self) -> bool {
+        self.epochs
+            .iter()
+            .any(|e| e.is_damaged() || e.marker_error.is_some())
+    }
+}
+
+/// Lists the epochs of `dir` with per-rank file sizes and stored checksums.
+///
+/// Headers and sizes are always checked; with `verify` every payload is read and
+/// its checksum recomputed. [`InspectReport::has_corruption`] then tells whether a
+/// complete epoch is damaged (`rankmig inspect DIR --verify` exits non-zero on it).
+///
+/// ```
+/// # let tmp = tempfile::tempdir().unwrap();
+/// let report = rankmig::checkpoint::inspect(tmp.path(), true)?;
+/// assert!(report.epochs.is_empty() && !report.has_corruption());
+/// println!("{report}");
+/// # Ok::<(), rankmig::checkpoint::CheckpointError>(())
+/// ```
+pub fn inspect(dir: &Path, verify: bool) -> Result<InspectReport, CheckpointError> {
+    if !dir.is_dir() {
+        return Err(CheckpointError::io(
+            "inspect",
+            dir,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
+        ));
+    }
+    let epochs = epoch::list_epochs(dir)?
+        .iter()
+        .map(|e| inspect_epoch(e, verify))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(InspectReport {
+        dir: dir.to_path_buf(),
+        verified: verify,
+        epochs,
+    })
+}
+
+fn inspect_epoch(entry: &epoch::EpochEntry, verify: bool) -> Result<EpochReport, CheckpointError> {
+    let (marker, marker_error) = match entry.marker() {
+        Ok(m) => (m, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let mut files = Vec::new();
+    let rd = fs::read_dir(&entry.path).map_err(|e| CheckpointError::io("list", &entry.path, e))?;
+    for item in rd {
+        let item = item.map_err(|e| CheckpointError::io("list", &entry.path, e))?;
+        if let Some(rank) = item
+            .file_name()
+            .to_str()
+            .and_then(epoch::parse_rank_file_name)
+        {
+            files.push(inspect_file(rank, &item.path(), entry.epoch, verify));
+        }
+    }
+    files.sort_by_key(|f| f.rank);
+    let ranks = marker.as_ref().map_or(0, |m| m.ranks);
+    let missing = (0..ranks)
+        .filter(|r| files.binary_search_by_key(r, |f| f.rank).is_err())
+        .collect();
+    Ok(EpochReport {
+        epoch: entry.epoch,
+        path: entry.path.clone(),
+        marker,
+        marker_error,
+        files,
+        missing,
+    })
+}
+
+fn inspect_file(rank: u32, path: &Path, epoch: u64, verify: bool) -> FileReport {
+    let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let checked = if verify {
+        storage::read_verified(path).map(|(h, _)| h)
+    } else {
+        storage::read_header(path).and_then(|(h, size)| {
+            if size == h.file_len() {
+                Ok(h)
+            } else {
+                Err(CheckpointError::corrupt(
+                    path,
+                    format!("file is {size} bytes, header says {}", h.file_len()),
+                ))
+            }
+        })
+    };
+    let (header, mut status) = match checked {
+        Ok(h) => (Some(h), FileStatus::Ok),
+        Err(e) => (
+            storage::read_header(path).ok().map(|(h, _)| h),
+            FileStatus::Corrupt(e.to_string()),
+        ),
+    };
+    if let Some(h) = &header {
+        if status == FileStatus::Ok && (h.rank != rank || h.epoch != epoch) {
+            status = FileStatus::Corrupt(format!(
+                "header says rank {} epoch {}, file name says rank {rank} epoch {epoch}",
+                h.rank, h.epoch
+            ));
+        }
+    }
+    FileReport {
+        rank,
+        path: path.to_path_buf(),
+        size,
+        header,
+        status,
+    }
+}
+
+impl fmt::Display for InspectReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let how = if self.verified {
+            "checksums verified"
+        } else {
+            "headers checked"
+        };
+        writeln!(
+            f,
+            "{}: {} epoch(s), {how}",
+            self.dir.display(),
+            self.epochs.len()
+        )?;
+        for e in &self.epochs {
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for EpochReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match (&self.marker, &self.marker_error) {
+            (Some(m), _) if self.is_damaged() => {
+                format!("complete, DAMAGED (job {}, {} ranks)", m.job, m.ranks)
+            }
+            (Some(m), _) => format!("complete (job {}, {} ranks)", m.job, m.ranks),
+            (None, Some(err)) => format!("BAD COMMIT MARKER: {err}"),
+            (None, None) => "incomplete (no commit marker)".to_owned(),
+        };
+        writeln!(f, "epoch {}: {state}", self.epoch)?;
+        for file in &self.files {
+            let sum = file
+                .header
+                .as_ref()
+                .map_or_else(|| "-".repeat(16), |h| format!("{:016x}", h.checksum));
+            let status = match &file.status {
+                FileStatus::Ok => "ok".to_owned(),
+                FileStatus::Corrupt(why) => format!("CORRUPT: {why}"),
+            };
+            writeln!(
+                f,
+                "  rank {:>6}  {:>12} bytes  xxh3 {sum}  {status}",
+                file.rank, file.size
+            )?;
+        }
+        for r in &self.missing {
+            writeln!(f, "  rank {r:>6}  MISSING")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::{CheckpointConfig, CheckpointContext, LocalCollective};
+
+    fn make(dir: &Path, saves: u64) {
+        let cfg = CheckpointConfig::new(dir).job("insp").every(1).keep(10);
+        let mut ctx = CheckpointContext::new(cfg, LocalCollective).unwrap();
+        for i in 0..saves {
+            ctx.checkpoint(&vec![i; 1000]).unwrap();
+        }
+        ctx.finalize().unwrap();
+    }
+
+    #[test]
+    fn lists_and_verifies() {
+        let tmp = tempfile::tempdir().unwrap();
+        make(tmp.path(), 3);
+        let r = inspect(tmp.path(), true).unwrap();
+        assert_eq!(r.epochs.len(), 3);
+        assert!(r.epochs.iter().all(EpochReport::is_complete));
+        assert!(!r.has_corruption());
+        let text = r.to_string();
+        assert!(text.contains("epoch 3: complete"), "{text}");
+        assert!(text.contains("rank      0"), "{text}");
+    }
+
+    #[test]
+    fn flipped_byte_found_only_with_verify() {
+        let tmp = tempfile::tempdir().unwrap();
+        make(tmp.path(), 2);
+        let f = tmp
+            .path()
+            .join(epoch::epoch_dir_name(2))
+            .join(epoch::rank_file_name(0));
+        let mut b = fs::read(&f).unwrap();
+        let last = b.len() - 1;
+        b[last] ^= 1;
+        fs::write(&f, b).unwrap();
+        assert!(!inspect(tmp.path(), false).unwrap().has_corruption());
+        let r = inspect(tmp.path(), true).unwrap();
+        assert!(r.has_corruption());
+        assert!(r.to_string().contains("CORRUPT"), "{r}");
+    }
+
+    #[test]
+    fn missing_file_and_incomplete_epoch() {
+        let tmp = tempfile::tempdir().unwrap();
+        make(tmp.path(), 2);
+        let e2 = tmp.path().join(epoch::epoch_dir_name(2));
+        fs::remove_file(e2.join(epoch::rank_file_name(0))).unwrap();
+        let r = inspect(tmp.path(), false).unwrap();
+        assert!(r.has_corruption());
+        assert_eq!(r.epochs[0].missing, vec![0]);
+        fs::remove_file(e2.join(epoch::COMMIT_MARKER)).unwrap();
+        let r = inspect(tmp.path(), true).unwrap();
+        assert!(!r.has_corruption());
+        assert!(r.to_string().contains("incomplete"));
+    }
+}

@@ -1,0 +1,191 @@
+//! Finding the newest epoch this rank can restore from, and agreeing on one.
+
+use std::path::Path;
+
+use super::collective::Collective;
+use super::epoch::{self, EpochEntry};
+use super::error::CheckpointError;
+use super::storage::{self, Expected, FileHeader};
+
+/// A verified file of this rank, kept in memory until the ranks agree.
+#[derive(Debug)]
+pub struct Candidate {
+    /// Epoch number.
+    pub epoch: u64,
+    /// Header of the file.
+    pub header: FileHeader,
+    /// Whole file content; the payload starts at [`storage::HEADER_LEN`].
+    pub bytes: Vec<u8>,
+    /// Path of the file, for messages.
+    pub path: std::path::PathBuf,
+}
+
+/// Scans the epochs of one rank, newest first, verifying files on demand.
+#[derive(Debug)]
+pub struct LocalFinder<'a> {
+    epochs: Vec<EpochEntry>,
+    job: &'a str,
+    rank: u32,
+    ranks: u32,
+    /// Why epochs were skipped, one line each.
+    pub notes: Vec<String>,
+    /// The newest valid file found so far at or below the last bound.
+    pub candidate: Option<Candidate>,
+}
+
+impl<'a> LocalFinder<'a> {
+    /// Lists the epochs of `dir` for rank `rank` of a `ranks`-rank job `job`.
+    pub fn new(dir: &Path, job: &'a str, rank: u32, ranks: u32) -> Result<Self, CheckpointError> {
+        Ok(Self {
+            epochs: epoch::list_epochs(dir)?,
+            job,
+            rank,
+            ranks,
+            notes: Vec::new(),
+            candidate: None,
+        })
+    }
+
+    /// The newest committed epoch `<= bound` whose file verifies here (0 if none).
+    ///
+    /// Damaged or missing files and uncommitted epochs are skipped with a note; an
+    /// epoch of another job, rank count or newer format is an error.
+    pub fn best_at_most(&mut self, bound: u64) -> Result<u64, CheckpointError> {
+        if let Some(c) = &self.candidate {
+            if c.epoch <= bound {
+                return Ok(c.epoch);
+            }
+            self.candidate = None;
+        }
+        let entries: Vec<EpochEntry> = self
+            .epochs
+            .iter()
+            .filter(|e| e.epoch <= bound)
+            .cloned()
+            .collect();
+        for entry in entries {
+            // Anything newer than the bound was skipped elsewhere; drop it for good.
+            self.epochs.retain(|e| e.epoch < entry.epoch);
+            match self.try_epoch(&entry) {
+                Ok(c) => {
+                    let epoch = c.epoch;
+                    self.candidate = Some(c);
+                    return Ok(epoch);
+                }
+                Err(e @ CheckpointError::Refused { .. }) => return Err(e),
+                Err(e) => self
+                    .notes
+                    .push(format!("skipped epoch {}: {e}", entry.epoch)),
+            }
+        }
+        Ok(0)
+    }
+
+    fn try_epoch(&self, entry: &EpochEntry) -> Result<Candidate, CheckpointError> {
+        let marker_path = entry.path.join(epoch::COMMIT_MARKER);
+        let marker = entry.marker()?.ok_or_else(|| {
+            CheckpointError::corrupt(&marker_path, "no commit marker (epoch incomplete)")
+        })?;
+        marker.check(self.job, self.ranks, &marker_path)?;
+        let path = entry.rank_file(self.rank);
+        let (header, bytes) = storage::read_verified(&path)?;
+        let want = Expected {
+            job: self.job,
+            rank: self.rank,
+            ranks: self.ranks,
+            epoch: entry.epoch,
+        };
+        storage::check_identity(&header, &want, &path)?;
+        Ok(Candidate {
+            epoch: entry.epoch,
+            header,
+            bytes,
+            path,
+        })
+    }
+}
+
+/// Outcome of a reduction in which a rank may have failed: the failing rank, if any.
+pub fn failed_rank<C: Collective + ?Sized>(c: &C, failed_here: bool) -> Option<u64> {
+    let mut a = [if failed_here {
+        u64::from(c.rank()) + 1
+    } else {
+        0
+    }];
+    c.all_max(&mut a);
+    a[0].checked_sub(1)
+}
+
+/// Turns a local result into a collective one: if any rank failed, every rank
+/// returns an error (its own, or [`CheckpointError::OtherRank`]).
+pub fn agree<T, C: Collective + ?Sized>(
+    c: &C,
+    local: Result<T, CheckpointError>,
+    what: &'static str,
+    dir: &Path,
+) -> Result<T, CheckpointError> {
+    match (failed_rank(c, local.is_err()), local) {
+        (_, Err(e)) => Err(e),
+        (Some(rank), Ok(_)) => Err(CheckpointError::OtherRank {
+            rank,
+            what,
+            dir: dir.to_path_buf(),
+        }),
+        (None, Ok(v)) => Ok(v),
+    }
+}
+
+/// Agrees with the other ranks on the newest epoch that verifies on every rank.
+///
+/// Each round, every rank proposes its newest valid epoch at or below the bound; the
+/// minimum becomes the new bound until all proposals are equal. Returns the
+/// candidate of the agreed epoch.
+pub fn agree_on_epoch<C: Collective + ?Sized>(
+    c: &C,
+    finder: &mut LocalFinder,
+    dir: &Path,
+) -> Result<Candidate, CheckpointError> {
+    let mut bound = u64::MAX;
+    loop {
+        let local = finder.best_at_most(bound);
+        let v = *local.as_ref().unwrap_or(&0);
+        let failed = if local.is_err() {
+            u64::from(c.rank()) + 1
+        } else {
+            0
+        };
+        let mut a = [v, u64::MAX - v, failed];
+        c.all_max(&mut a);
+        let (max, min) = (a[0], u64::MAX - a[1]);
+        if a[2] != 0 {
+            local?;
+            return Err(CheckpointError::OtherRank {
+                rank: a[2] - 1,
+                what: "accept the checkpoint",
+                dir: dir.to_path_buf(),
+            });
+        }
+        if min == 0 {
+            return Err(no_checkpoint(dir, &finder.notes));
+        }
+        if max == min {
+            return finder
+                .candidate
+                .take()
+                .ok_or_else(|| no_checkpoint(dir, &finder.notes));
+        }
+        bound = min;
+    }
+}
+
+fn no_checkpoint(dir: &Path, notes: &[String]) -> CheckpointError {
+    let detail = if notes.is_empty() {
+        "no complete epoch on this rank (or on another rank)".to_owned()
+    } else {
+        notes.join("; ")
+    };
+    CheckpointError::NoCheckpoint {
+        dir: dir.to_path_buf(),
+        detail,
+    }
+}

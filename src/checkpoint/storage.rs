@@ -1,0 +1,463 @@
+//! The per-rank checkpoint file: header layout, atomic write, read and verification.
+//!
+//! A file is a fixed 128-byte header followed by the payload (the bincode encoding of
+//! the application's state). All integers are little-endian.
+//!
+//! | offset | size | field |
+//! |---:|---:|---|
+//! | 0 | 8 | magic `RMIGCKPT` |
+//! | 8 | 4 | format version ([`FORMAT_VERSION`]) |
+//! | 12 | 4 | checksum algorithm (1 = XXH3-64) |
+//! | 16 | 4 | rank |
+//! | 20 | 4 | rank count |
+//! | 24 | 8 | epoch |
+//! | 32 | 8 | `checkpoint!` calls made when the state was saved |
+//! | 40 | 8 | payload length in bytes |
+//! | 48 | 8 | XXH3-64 of the payload |
+//! | 56 | 2 | length of the job name |
+//! | 58 | 6 | reserved, zero |
+//! | 64 | 56 | job name, UTF-8, zero padded |
+//! | 120 | 8 | XXH3-64 of bytes 0..120 (header checksum) |
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::error::CheckpointError;
+
+/// The first eight bytes of every checkpoint file.
+pub const MAGIC: [u8; 8] = *b"RMIGCKPT";
+/// The file format written by this version of rankmig.
+pub const FORMAT_VERSION: u32 = 1;
+/// Size of the fixed header; the payload starts at this offset.
+pub const HEADER_LEN: usize = 128;
+/// Longest job name, in bytes, that fits in the header.
+pub const JOB_NAME_MAX: usize = 56;
+/// Identifier of the payload checksum algorithm (XXH3, 64 bits).
+pub const CHECKSUM_XXH3: u32 = 1;
+
+/// The decoded header of a checkpoint file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileHeader {
+    /// Format version of the file.
+    pub version: u32,
+    /// Rank that wrote the file.
+    pub rank: u32,
+    /// Number of ranks of the job that wrote it.
+    pub ranks: u32,
+    /// Epoch number.
+    pub epoch: u64,
+    /// Number of `checkpoint!` calls made when the state was saved.
+    pub calls: u64,
+    /// Length of the payload in bytes.
+    pub payload_len: u64,
+    /// XXH3-64 of the payload.
+    pub checksum: u64,
+    /// Name of the job that wrote it.
+    pub job: String,
+}
+
+/// Checksum of a payload (XXH3, 64 bits).
+///
+/// ```
+/// let a = rankmig::checkpoint::storage::payload_checksum(b"state");
+/// assert_eq!(a, rankmig::checkpoint::storage::payload_checksum(b"state"));
+/// ```
+pub fn payload_checksum(payload: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(payload)
+}
+
+impl FileHeader {
+    /// Encodes the header into the first [`HEADER_LEN`] bytes of `out`.
+    ///
+    /// The job name must be at most [`JOB_NAME_MAX`] bytes (checked by the
+    /// configuration); a longer one is cut.
+    pub fn encode(&self, out: &mut [u8; HEADER_LEN]) {
+        out.fill(0);
+        out[0..8].copy_from_slice(&MAGIC);
+        out[8..12].copy_from_slice(&self.version.to_le_bytes());
+        out[12..16].copy_from_slice(&CHECKSUM_XXH3.to_le_bytes());
+        out[16..20].copy_from_slice(&self.rank.to_le_bytes());
+        out[20..24].copy_from_slice(&self.ranks.to_le_bytes());
+        out[24..32].copy_from_slice(&self.epoch.to_le_bytes());
+        out[32..40].copy_from_slice(&self.calls.to_le_bytes());
+        out[40..48].copy_from_slice(&self.payload_len.to_le_bytes());
+        out[48..56].copy_from_slice(&self.checksum.to_le_bytes());
+        let job = &self.job.as_bytes()[..self.job.len().min(JOB_NAME_MAX)];
+        out[56..58].copy_from_slice(&(job.len() as u16).to_le_bytes());
+        out[64..64 + job.len()].copy_from_slice(job);
+        let sum = payload_checksum(&out[..120]);
+        out[120..128].copy_from_slice(&sum.to_le_bytes());
+    }
+
+    /// Decodes a header, checking magic, version and header checksum.
+    ///
+    /// A newer format version gives [`CheckpointError::Refused`]; any other damage
+    /// gives [`CheckpointError::Corrupt`]. `path` is only used in messages.
+    pub fn decode(bytes: &[u8], path: &Path) -> Result<Self, CheckpointError> {
+        if bytes.len() < HEADER_LEN {
+            return Err(CheckpointError::corrupt(
+                path,
+                format!("truncated header: {} bytes, need {HEADER_LEN}", bytes.len()),
+            ));
+        }
+        if bytes[0..8] != MAGIC {
+            return Err(CheckpointError::corrupt(path, "bad magic"));
+        }
+        let version = le_u32(bytes, 8);
+        if version > FORMAT_VERSION {
+            return Err(CheckpointError::refused(
+                path,
+                format!(
+                    "format version {version} is newer than {FORMAT_VERSION}, the newest this build reads"
+                ),
+            ));
+        }
+        if version != FORMAT_VERSION {
+            return Err(CheckpointError::corrupt(
+                path,
+                format!("unknown format version {version}"),
+            ));
+        }
+        let stored = le_u64(bytes, 120);
+        let computed = payload_checksum(&bytes[..120]);
+        if stored != computed {
+            return Err(CheckpointError::corrupt(
+                path,
+                format!("header checksum {stored:016x} != computed {computed:016x}"),
+            ));
+        }
+        Self::decode_fields(bytes, version, path)
+    }
+
+    fn decode_fields(bytes: &[u8], version: u32, path: &Path) -> Result<Self, CheckpointError> {
+        let algo = le_u32(bytes, 12);
+        if algo != CHECKSUM_XXH3 {
+            return Err(CheckpointError::corrupt(
+                path,
+                format!("unknown checksum algorithm {algo}"),
+            ));
+        }
+        let job_len = usize::from(u16::from_le_bytes([bytes[56], bytes[57]]));
+        if job_len > JOB_NAME_MAX {
+            return Err(CheckpointError::corrupt(
+                path,
+                format!("job name length {job_len}"),
+            ));
+        }
+        let job = std::str::from_utf8(&bytes[64..64 + job_len])
+            .map_err(|_| CheckpointError::corrupt(path, "job name is not UTF-8"))?
+            .to_owned();
+        Ok(Self {
+            version,
+            rank: le_u32(bytes, 16),
+            ranks: le_u32(bytes, 20),
+            epoch: le_u64(bytes, 24),
+            calls: le_u64(bytes, 32),
+            payload_len: le_u64(bytes, 40),
+            checksum: le_u64(bytes, 48),
+            job,
+        })
+    }
+
+    /// Size the whole file must have.
+    pub fn file_len(&self) -> u64 {
+        HEADER_LEN as u64 + self.payload_len
+    }
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// What a file is expected to contain when read back for a restart.
+#[derive(Debug, Clone)]
+pub struct Expected<'a> {
+    /// Job name.
+    pub job: &'a str,
+    /// Rank this file belongs to.
+    pub rank: u32,
+    /// Rank count of the job.
+    pub ranks: u32,
+    /// Epoch of the directory holding the file.
+    pub epoch: u64,
+}
+
+/// Checks that a decoded header belongs to this job, rank and epoch.
+///
+/// Another job or rank count gives [`CheckpointError::Refused`]; a file in the wrong
+/// place gives [`CheckpointError::Corrupt`].
+pub fn check_identity(h: &FileHeader, want: &Expected, path: &Path) -> Result<(), CheckpointError> {
+    if h.job != want.job {
+        return Err(CheckpointError::refused(
+            path,
+            format!("written by job {:?}, this job is {:?}", h.job, want.job),
+        ));
+    }
+    if h.ranks != want.ranks {
+        return Err(CheckpointError::refused(
+            path,
+            format!(
+                "written by a {}-rank job, this job has {} ranks",
+                h.ranks, want.ranks
+            ),
+        ));
+    }
+    if h.rank != want.rank || h.epoch != want.epoch {
+        return Err(CheckpointError::corrupt(
+            path,
+            format!(
+                "header says rank {} epoch {}, expected rank {} epoch {}",
+                h.rank, h.epoch, want.rank, want.epoch
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads a whole checkpoint file and verifies its length and payload checksum.
+///
+/// Returns the header and the whole file content (the payload starts at
+/// [`HEADER_LEN`]).
+pub fn read_verified(path: &Path) -> Result<(FileHeader, Vec<u8>), CheckpointError> {
+    let bytes = read_all(path)?;
+    let header = FileHeader::decode(&bytes, path)?;
+    verify_payload(&header, &bytes, path)?;
+    Ok((header, bytes))
+}
+
+/// Checks length and checksum of a file already in memory.
+pub fn verify_payload(h: &FileHeader, bytes: &[u8], path: &Path) -> Result<(), CheckpointError> {
+    if bytes.len() as u64 != h.file_len() {
+        return Err(CheckpointError::corrupt(
+            path,
+            format!(
+                "file is {} bytes, header says {}",
+                bytes.len(),
+                h.file_len()
+            ),
+        ));
+    }
+    let sum = payload_checksum(&bytes[HEADER_LEN..]);
+    if sum != h.checksum {
+        return Err(CheckpointError::corrupt(
+            path,
+            format!("payload checksum {sum:016x} != stored {:016x}", h.checksum),
+        ));
+    }
+    Ok(())
+}
+
+fn read_all(path: &Path) -> Result<Vec<u8>, CheckpointError> {
+    let mut f = File::open(path).map_err(|e| CheckpointError::io("open", path, e))?;
+    let len = f
+        .metadata()
+        .map_err(|e| CheckpointError::io("stat", path, e))?
+        .len();
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    f.read_to_end(&mut bytes)
+        .map_err(|e| CheckpointError::io("read", path, e))?;
+    Ok(bytes)
+}
+
+/// Reads only the header of a file and its size on disk.
+pub fn read_header(path: &Path) -> Result<(FileHeader, u64), CheckpointError> {
+    let mut f = File::open(path).map_err(|e| CheckpointError::io("open", path, e))?;
+    let size = f
+        .metadata()
+        .map_err(|e| CheckpointError::io("stat", path, e))?
+        .len();
+    let mut buf = Vec::with_capacity(HEADER_LEN);
+    (&mut f)
+        .take(HEADER_LEN as u64)
+        .read_to_end(&mut buf)
+        .map_err(|e| CheckpointError::io("read", path, e))?;
+    Ok((FileHeader::decode(&buf, path)?, size))
+}
+
+/// Creates `dir` (and its parents) with mode 0700 if it does not exist.
+pub fn create_private_dir(dir: &Path) -> Result<(), CheckpointError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| CheckpointError::io("create directory", dir, e))
+}
+
+/// Writes `bytes` to `dir/name` atomically and durably.
+///
+/// A temporary file in the same directory (mode 0600) is written, fsynced and
+/// renamed over the target, then the directory is fsynced. A reader sees either the
+/// old file, no file, or the complete new one.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, CheckpointError> {
+    let target = dir.join(name);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| CheckpointError::io("create", &tmp, e))?;
+    f.write_all(bytes)
+        .map_err(|e| CheckpointError::io("write", &tmp, e))?;
+    f.sync_all()
+        .map_err(|e| CheckpointError::io("fsync", &tmp, e))?;
+    drop(f);
+    fs::rename(&tmp, &target).map_err(|e| CheckpointError::io("rename", &tmp, e))?;
+    sync_dir(dir)?;
+    Ok(target)
+}
+
+/// Fsyncs a directory so that renames and removals in it are durable.
+pub fn sync_dir(dir: &Path) -> Result<(), CheckpointError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| CheckpointError::io("fsync directory", dir, e))
+}
+
+/// Checks a file just written: re-reads its header from disk, compares it with the
+/// header written, and checks the file size. Cheap: the payload is not re-read (it
+/// would only come from the page cache anyway).
+pub fn verify_written(path: &Path, written: &FileHeader) -> Result<(), CheckpointError> {
+    let (h, size) = read_header(path)?;
+    if &h != written {
+        return Err(CheckpointError::corrupt(
+            path,
+            "header read back differs from header written",
+        ));
+    }
+    if size != h.file_len() {
+        return Err(CheckpointError::corrupt(
+            path,
+            format!(
+                "file is {size} bytes after write, expected {}",
+                h.file_len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn header() -> FileHeader {
+        FileHeader {
+            version: FORMAT_VERSION,
+            rank: 3,
+            ranks: 4,
+            epoch: 7,
+            calls: 70,
+            payload_len: 5,
+            checksum: payload_checksum(b"hello"),
+            job: "jacobi".into(),
+        }
+    }
+
+    fn file_bytes(h: &FileHeader, payload: &[u8]) -> Vec<u8> {
+        let mut hb = [0u8; HEADER_LEN];
+        h.encode(&mut hb);
+        let mut v = hb.to_vec();
+        v.extend_from_slice(payload);
+        v
+    }
+
+    #[test]
+    fn header_round_trips() {
+        let h = header();
+        let mut b = [0u8; HEADER_LEN];
+        h.encode(&mut b);
+        assert_eq!(FileHeader::decode(&b, Path::new("x")).unwrap(), h);
+    }
+
+    #[test]
+    fn flipped_header_byte_is_corrupt() {
+        let mut b = [0u8; HEADER_LEN];
+        header().encode(&mut b);
+        b[20] ^= 1;
+        let e = FileHeader::decode(&b, Path::new("x")).unwrap_err();
+        assert!(matches!(e, CheckpointError::Corrupt { .. }), "{e}");
+    }
+
+    #[test]
+    fn newer_version_is_refused() {
+        let mut b = [0u8; HEADER_LEN];
+        header().encode(&mut b);
+        b[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+        let e = FileHeader::decode(&b, Path::new("f")).unwrap_err();
+        assert!(matches!(e, CheckpointError::Refused { .. }), "{e}");
+        assert!(e.to_string().contains("newer"), "{e}");
+    }
+
+    #[test]
+    fn identity_mismatches() {
+        let h = header();
+        let want = Expected {
+            job: "jacobi",
+            rank: 3,
+            ranks: 8,
+            epoch: 7,
+        };
+        let e = check_identity(&h, &want, Path::new("f")).unwrap_err();
+        assert!(e.to_string().contains("4-rank"), "{e}");
+        let want = Expected {
+            job: "other",
+            ranks: 4,
+            ..want
+        };
+        let e = check_identity(&h, &want, Path::new("f")).unwrap_err();
+        assert!(matches!(e, CheckpointError::Refused { .. }));
+    }
+
+    #[test]
+    fn atomic_write_then_verified_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = header();
+        let p = write_atomic(dir.path(), "rank-3", &file_bytes(&h, b"hello")).unwrap();
+        let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        verify_written(&p, &h).unwrap();
+        let (got, bytes) = read_verified(&p).unwrap();
+        assert_eq!(got, h);
+        assert_eq!(&bytes[HEADER_LEN..], b"hello");
+        assert!(!dir.path().join(".rank-3.tmp").exists());
+    }
+
+    #[test]
+    fn truncated_and_flipped_payload_are_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = header();
+        let mut bytes = file_bytes(&h, b"hello");
+        bytes.pop();
+        let p = write_atomic(dir.path(), "t", &bytes).unwrap();
+        let e = read_verified(&p).unwrap_err();
+        assert!(e.to_string().contains("header says"), "{e}");
+        let mut bytes = file_bytes(&h, b"hello");
+        bytes[HEADER_LEN + 1] ^= 0x40;
+        let p = write_atomic(dir.path(), "f", &bytes).unwrap();
+        let e = read_verified(&p).unwrap_err();
+        assert!(e.to_string().contains("checksum"), "{e}");
+    }
+
+    #[test]
+    fn private_dir_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("a/b");
+        create_private_dir(&d).unwrap();
+        create_private_dir(&d).unwrap();
+        let mode = fs::metadata(&d).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+}

@@ -1,0 +1,234 @@
+//! The background writer: one thread per context, at most one write in flight.
+//!
+//! The caller serialises the state into a buffer that starts with [`HEADER_LEN`]
+//! reserved bytes, then [`Writer::submit`]s it. The thread computes the payload
+//! checksum, fills the header, writes the file atomically, checks it, and hands the
+//! buffer back so the next save reuses its memory.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::thread::JoinHandle;
+
+use super::error::CheckpointError;
+use super::storage::{self, FileHeader, HEADER_LEN};
+
+/// One file to write.
+#[derive(Debug)]
+pub struct WriteJob {
+    /// The epoch directory (created if missing).
+    pub dir: PathBuf,
+    /// File name inside `dir`.
+    pub name: String,
+    /// Header; `payload_len` and `checksum` are filled in by the writer.
+    pub header: FileHeader,
+    /// [`HEADER_LEN`] reserved bytes followed by the payload.
+    pub buf: Vec<u8>,
+}
+
+/// The result of a write, with the buffer given back for reuse.
+#[derive(Debug)]
+pub struct WriteOutcome {
+    /// Epoch written.
+    pub epoch: u64,
+    /// `Ok` once the file is durable and checked.
+    pub result: Result<(), CheckpointError>,
+    /// The job's buffer, for reuse.
+    pub buf: Vec<u8>,
+}
+
+/// Handle on the writer thread.
+#[derive(Debug, Default)]
+pub struct Writer {
+    tx: Option<Sender<WriteJob>>,
+    rx: Option<Receiver<WriteOutcome>>,
+    thread: Option<JoinHandle<()>>,
+    in_flight: bool,
+    done: Option<WriteOutcome>,
+    spare: Vec<u8>,
+}
+
+impl Writer {
+    /// A writer; its thread starts at the first submit.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the reusable buffer (empty the first time, then the last one written).
+    pub fn take_buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.spare)
+    }
+
+    /// Whether a write was submitted and its outcome not yet taken.
+    pub fn is_busy(&self) -> bool {
+        self.in_flight || self.done.is_some()
+    }
+
+    /// Hands a job to the thread. The previous outcome must have been taken
+    /// ([`Writer::wait`]) first: at most one write is in flight.
+    pub fn submit(&mut self, job: WriteJob) -> Result<(), CheckpointError> {
+        debug_assert!(!self.is_busy(), "one write in flight at most");
+        if self.tx.is_none() {
+            self.start()?;
+        }
+        let tx = self.tx.as_ref().ok_or(CheckpointError::WriterGone)?;
+        tx.send(job).map_err(|_| CheckpointError::WriterGone)?;
+        self.in_flight = true;
+        Ok(())
+    }
+
+    /// Whether the write in flight has finished (without blocking).
+    pub fn poll(&mut self) -> bool {
+        if self.in_flight {
+            if let Some(rx) = &self.rx {
+                match rx.try_recv() {
+                    Ok(out) => self.finish(out),
+                    Err(TryRecvError::Empty) => return false,
+                    Err(TryRecvError::Disconnected) => self.finish_gone(),
+                }
+            }
+        }
+        true
+    }
+
+    /// Waits for the write in flight and returns its outcome; `None` if none.
+    pub fn wait(&mut self) -> Option<WriteOutcome> {
+        if self.in_flight {
+            match self.rx.as_ref().map(Receiver::recv) {
+                Some(Ok(out)) => self.finish(out),
+                _ => self.finish_gone(),
+            }
+        }
+        let out = self.done.take()?;
+        Some(out)
+    }
+
+    /// Gives a buffer back for reuse by the next save.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        self.spare = buf;
+    }
+
+    fn finish(&mut self, out: WriteOutcome) {
+        self.in_flight = false;
+        self.done = Some(out);
+    }
+
+    fn finish_gone(&mut self) {
+        self.in_flight = false;
+        self.done = Some(WriteOutcome {
+            epoch: 0,
+            result: Err(CheckpointError::WriterGone),
+            buf: Vec::new(),
+        });
+    }
+
+    fn start(&mut self) -> Result<(), CheckpointError> {
+        let (job_tx, job_rx) = mpsc::channel::<WriteJob>();
+        let (out_tx, out_rx) = mpsc::channel::<WriteOutcome>();
+        let thread = std::thread::Builder::new()
+            .name("rankmig-ckpt-writer".into())
+            .spawn(move || {
+                for job in job_rx {
+                    if out_tx.send(run_job(job)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| CheckpointError::io("spawn writer thread for", "checkpoint", e))?;
+        self.tx = Some(job_tx);
+        self.rx = Some(out_rx);
+        self.thread = Some(thread);
+        Ok(())
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Fills in the header of `job.buf` and writes it atomically, then checks it.
+pub fn run_job(mut job: WriteJob) -> WriteOutcome {
+    let epoch = job.header.epoch;
+    let result = write_job(&mut job);
+    WriteOutcome {
+        epoch,
+        result,
+        buf: job.buf,
+    }
+}
+
+fn write_job(job: &mut WriteJob) -> Result<(), CheckpointError> {
+    if job.buf.len() < HEADER_LEN {
+        return Err(CheckpointError::corrupt(
+            job.dir.join(&job.name),
+            "internal: buffer shorter than the header",
+        ));
+    }
+    let payload = &job.buf[HEADER_LEN..];
+    job.header.payload_len = payload.len() as u64;
+    job.header.checksum = storage::payload_checksum(payload);
+    let mut head = [0u8; HEADER_LEN];
+    job.header.encode(&mut head);
+    job.buf[..HEADER_LEN].copy_from_slice(&head);
+    storage::create_private_dir(&job.dir)?;
+    let path = storage::write_atomic(&job.dir, &job.name, &job.buf)?;
+    storage::verify_written(&path, &job.header)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::storage::FORMAT_VERSION;
+
+    fn job(dir: PathBuf, epoch: u64, payload: &[u8]) -> WriteJob {
+        let mut buf = vec![0u8; HEADER_LEN];
+        buf.extend_from_slice(payload);
+        WriteJob {
+            dir,
+            name: "rank-000000.ckpt".into(),
+            header: FileHeader {
+                version: FORMAT_VERSION,
+                rank: 0,
+                ranks: 1,
+                epoch,
+                calls: 1,
+                payload_len: 0,
+                checksum: 0,
+                job: "t".into(),
+            },
+            buf,
+        }
+    }
+
+    #[test]
+    fn writes_in_background_and_gives_buffer_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut w = Writer::new();
+        w.submit(job(tmp.path().join("e1"), 1, b"abc")).unwrap();
+        assert!(w.is_busy());
+        let out = w.wait().unwrap();
+        assert!(out.result.is_ok());
+        assert_eq!(out.epoch, 1);
+        assert_eq!(out.buf.len(), HEADER_LEN + 3);
+        let (h, bytes) = storage::read_verified(&tmp.path().join("e1/rank-000000.ckpt")).unwrap();
+        assert_eq!(h.payload_len, 3);
+        assert_eq!(&bytes[HEADER_LEN..], b"abc");
+        assert!(w.poll());
+        assert!(w.wait().is_none());
+    }
+
+    #[test]
+    fn failed_write_reports_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("plain");
+        std::fs::write(&file, b"x").unwrap();
+        let mut w = Writer::new();
+        w.submit(job(file.join("sub"), 2, b"abc")).unwrap();
+        let out = w.wait().unwrap();
+        assert!(out.result.is_err());
+    }
+}
