@@ -15,5 +15,6 @@
 
 pub mod checkpoint;
 pub mod matrix;
+pub mod output;
 pub mod topology;
 pub mod treematch;

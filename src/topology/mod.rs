@@ -119,3 +119,41 @@ pub enum TopologyError {
         leaves: usize,
     },
 }
+
+/// Parses an index list such as `0-7,16-23` or `3,5,9` (sorted, duplicates removed).
+///
+/// ```
+/// assert_eq!(rankmig::topology::parse_index_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+/// assert!(rankmig::topology::parse_index_list("3-1").is_err());
+/// ```
+pub fn parse_index_list(list: &str) -> Result<Vec<usize>, IndexListError> {
+    let mut out = Vec::new();
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || IndexListError(part.to_owned());
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (
+                a.trim().parse::<usize>().map_err(|_| bad())?,
+                b.trim().parse::<usize>().map_err(|_| bad())?,
+            ),
+            None => {
+                let v = part.parse::<usize>().map_err(|_| bad())?;
+                (v, v)
+            }
+        };
+        if lo > hi || hi - lo > 1 << 24 {
+            return Err(bad());
+        }
+        out.extend(lo..=hi);
+    }
+    if out.is_empty() {
+        return Err(IndexListError(list.to_owned()));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// An index list that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not an index list (expected e.g. 0-7,16-23)")]
+pub struct IndexListError(pub String);

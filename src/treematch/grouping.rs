@@ -142,9 +142,15 @@ impl ExactSearch {
             self.next_group(value);
             return;
         }
+        let missing = self.k - group_len;
         for v in from..self.m {
             if self.used[v] {
                 continue;
+            }
+            // Not enough free units left after v to complete the group: stop.
+            let free_from_v = (v..self.m).filter(|&x| !self.used[x]).count();
+            if free_from_v < missing {
+                break;
             }
             let gain: f64 = self
                 .current

@@ -26,6 +26,7 @@
 pub mod baselines;
 pub mod grouping;
 pub mod metrics;
+pub mod patterns;
 pub mod refine;
 
 use std::collections::HashMap;
@@ -58,7 +59,7 @@ impl Default for MapOptions {
         Self {
             oversubscribe: 1,
             allowed: None,
-            exact_limit: 20_000.0,
+            exact_limit: 2_000.0,
             brute_force_leaves: 8,
             level_refine_passes: 4,
             final_refine_passes: 8,
@@ -149,7 +150,7 @@ pub fn map(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Result<Mappin
     let slot_of_rank = if work.leaf_count() <= options.brute_force_leaves {
         refine::brute_force(graph, &work)
     } else {
-        let mut slots = bottom_up(graph, &work, options);
+        let mut slots = best_start(graph, &work, bottom_up(graph, &work, options));
         refine::swap_refine(graph, &work, &mut slots, options.final_refine_passes);
         slots
     };
@@ -160,6 +161,26 @@ pub fn map(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Result<Mappin
             .map(|&slot| leaf_of_usable[slot / factor])
             .collect(),
     ))
+}
+
+/// The TreeMatch result, unless packed or round-robin placement already costs fewer
+/// hop-bytes (regular patterns numbered along the machine): refinement then starts from
+/// the cheapest of the three.
+fn best_start(graph: &SymGraph, tree: &Tree, treematch: Vec<usize>) -> Vec<usize> {
+    let n = graph.order();
+    let mut best_cost = metrics::hop_bytes(graph, tree, &treematch);
+    let mut best = treematch;
+    for start in [
+        baselines::packed(tree, n, None, 1),
+        baselines::round_robin(tree, n, None, 1),
+    ] {
+        let cost = metrics::hop_bytes(graph, tree, &start);
+        if cost < best_cost {
+            best_cost = cost;
+            best = start;
+        }
+    }
+    best
 }
 
 /// The bottom-up TreeMatch pass: returns the leaf of every rank of `graph` in `tree`.

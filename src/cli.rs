@@ -1,0 +1,123 @@
+//! Command-line definitions (clap).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use rankmig::matrix::MatrixFormat;
+use rankmig::output::MapFormat;
+use rankmig::topology::{LeafKind, TopologySpec};
+
+/// Move MPI ranks between nodes, placed by TreeMatch over the hwloc tree.
+#[derive(Debug, Parser)]
+#[command(name = "rankmig", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Map the ranks of a communication matrix onto a topology with TreeMatch.
+    ///
+    /// Example: rankmig map --matrix lu.W.16.mat --topology xml:node.xml --nodes 4
+    Map(MapArgs),
+    /// Evaluate any mapping (e.g. another tool's output) on a matrix and topology.
+    ///
+    /// Example: rankmig cost --matrix cg.W.64.mat --topology synthetic:"pack:2 core:8" --nodes 4 --mapping scotch.map
+    Cost(CostArgs),
+    /// Print the levels, arities and leaf count of a topology.
+    ///
+    /// Example: rankmig topology --topology xml:node.xml --nodes 4
+    Topology(TopologyArgs),
+}
+
+/// Where the tree comes from (shared by several commands).
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// The machine: `live` (this machine, via hwloc), `xml:FILE` (an `lstopo FILE.xml`
+    /// export) or `synthetic:STRING` (an hwloc synthetic description, e.g.
+    /// `synthetic:"pack:2 core:8 pu:1"`).
+    #[arg(long, short = 't', value_parser = parse_topology, default_value = "live")]
+    pub topology: TopologySpec,
+    /// Number of identical nodes under one root (a cluster of K such machines).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub nodes: u32,
+    /// What the leaves are: `core` (physical cores) or `pu` (hardware threads).
+    #[arg(long, value_enum, default_value_t = LeafKind::Core)]
+    pub leaves: LeafKind,
+}
+
+/// Where the matrix comes from.
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// The communication matrix: a TreeMatch text file (N lines of N numbers), an edge
+    /// list (`SRC DST BYTES` lines) or a directory of Open MPI monitoring dumps
+    /// (`NAME.RANK.prof`). Example: --matrix ../data/matrices/lu.W.16.mat
+    #[arg(long, short = 'm')]
+    pub matrix: PathBuf,
+    /// Format of --matrix (auto: directory = prof, 3-field lines = edges, else dense).
+    #[arg(long, value_enum, default_value_t = MatrixFormat::Auto)]
+    pub matrix_format: MatrixFormat,
+}
+
+/// `rankmig map`.
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    #[command(flatten)]
+    pub matrix: MatrixArgs,
+    #[command(flatten)]
+    pub tree: TreeArgs,
+    /// Allow up to F ranks per leaf (needed when there are more ranks than leaves).
+    /// Example: --oversubscribe 2
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub oversubscribe: u32,
+    /// Only these leaves may be used (depth-first leaf indexes over the whole tree).
+    /// Example: --allowed 0-7,16-23
+    #[arg(long)]
+    pub allowed: Option<String>,
+    /// Link cost per tree level, top level first, for the sum-com metric; one value per
+    /// level below the root. Default: powers of ten (e.g. 100,10,1 for node/package/core).
+    #[arg(long)]
+    pub costs: Option<String>,
+    /// Host names of the nodes, for the rankfile. Default: localhost for one node,
+    /// node0..nodeK-1 for a cluster. Example: --hosts n01,n02,n03,n04
+    #[arg(long, value_delimiter = ',')]
+    pub hosts: Vec<String>,
+    /// Seed of the random baseline.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output: `text` (RANK LEAF lines and # metrics), `json`, `rankfile` (Open MPI) or
+    /// `slurm` (a --cpu-bind=map_cpu: list, one node).
+    #[arg(long, short = 'f', value_enum, default_value_t = MapFormat::Text)]
+    pub format: MapFormat,
+}
+
+/// `rankmig cost`.
+#[derive(Debug, Args)]
+pub struct CostArgs {
+    #[command(flatten)]
+    pub matrix: MatrixArgs,
+    #[command(flatten)]
+    pub tree: TreeArgs,
+    /// The mapping to evaluate: one leaf per line (line i = rank i), or `RANK LEAF` lines.
+    #[arg(long)]
+    pub mapping: PathBuf,
+    /// Link cost per tree level, top first (see `rankmig map --help`).
+    #[arg(long)]
+    pub costs: Option<String>,
+}
+
+/// `rankmig topology`.
+#[derive(Debug, Args)]
+pub struct TopologyArgs {
+    #[command(flatten)]
+    pub tree: TreeArgs,
+}
+
+fn parse_topology(s: &str) -> Result<TopologySpec, String> {
+    s.parse()
+        .map_err(|e: rankmig::topology::TopologyError| e.to_string())
+}

@@ -1,0 +1,225 @@
+//! What each subcommand does: load inputs, call the library, print.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rankmig::matrix::{CommMatrix, MatrixError};
+use rankmig::output::{MapReport, OutputError};
+use rankmig::topology::{IndexListError, TopologyError, Tree, parse_index_list};
+use rankmig::treematch::metrics::{LinkCosts, Metrics, evaluate};
+use rankmig::treematch::{MapError, MapOptions, baselines, map};
+
+use crate::cli::{Cli, Command, CostArgs, MapArgs, MatrixArgs, TopologyArgs, TreeArgs};
+
+/// Everything that can make a command fail. All exit with code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Matrix(#[from] MatrixError),
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error(transparent)]
+    Map(#[from] MapError),
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("--allowed: {0}")]
+    Allowed(#[from] IndexListError),
+    #[error("{}:{line}: {problem}", path.display())]
+    MappingFile {
+        path: PathBuf,
+        line: usize,
+        problem: String,
+    },
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl CliError {
+    /// Process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        2
+    }
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Map(args) => run_map(&args),
+        Command::Cost(args) => run_cost(&args),
+        Command::Topology(args) => run_topology(&args),
+    }
+}
+
+fn load_matrix(args: &MatrixArgs) -> Result<CommMatrix, CliError> {
+    Ok(CommMatrix::load(&args.matrix, args.matrix_format)?)
+}
+
+fn load_tree(args: &TreeArgs) -> Result<Tree, CliError> {
+    let node = args.topology.load(args.leaves)?;
+    Ok(Tree::cluster(&node, args.nodes as usize)?)
+}
+
+fn link_costs(costs: Option<&str>, tree: &Tree) -> Result<LinkCosts, CliError> {
+    Ok(match costs {
+        Some(list) => LinkCosts::parse(list, tree.depth())?,
+        None => LinkCosts::default_for(tree.depth()),
+    })
+}
+
+fn node_names(hosts: &[String], nodes: u32) -> Result<Vec<String>, CliError> {
+    if !hosts.is_empty() {
+        if hosts.len() != nodes as usize {
+            return Err(CliError::Usage(format!(
+                "--hosts names {} hosts but --nodes is {nodes}",
+                hosts.len()
+            )));
+        }
+        return Ok(hosts.to_vec());
+    }
+    Ok(if nodes == 1 {
+        vec!["localhost".to_owned()]
+    } else {
+        (0..nodes).map(|i| format!("node{i}")).collect()
+    })
+}
+
+fn run_map(args: &MapArgs) -> Result<(), CliError> {
+    let matrix = load_matrix(&args.matrix)?;
+    let tree = load_tree(&args.tree)?;
+    let costs = link_costs(args.costs.as_deref(), &tree)?;
+    let allowed = args.allowed.as_deref().map(parse_index_list).transpose()?;
+    let names = node_names(&args.hosts, args.tree.nodes)?;
+    let graph = matrix.symmetric();
+    let options = MapOptions {
+        oversubscribe: args.oversubscribe as usize,
+        allowed: allowed.clone(),
+        ..MapOptions::default()
+    };
+    let start = Instant::now();
+    let mapping = map(&graph, &tree, &options)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let factor = args.oversubscribe as usize;
+    let n = matrix.order();
+    let allowed = allowed.as_deref();
+    let mut reported_baselines = BTreeMap::new();
+    let candidates = [
+        ("packed", baselines::packed(&tree, n, allowed, factor)),
+        (
+            "round-robin",
+            baselines::round_robin(&tree, n, allowed, factor),
+        ),
+        (
+            "random",
+            baselines::random(&tree, n, allowed, factor, args.seed),
+        ),
+    ];
+    for (name, placement) in candidates {
+        let m: Metrics = evaluate(&graph, &tree, &placement, &costs);
+        reported_baselines.insert(name.to_owned(), m);
+    }
+    let report = MapReport {
+        metrics: evaluate(&graph, &tree, mapping.leaves(), &costs),
+        mapping: mapping.leaves().to_vec(),
+        leaves: tree.leaves().to_vec(),
+        node_names: names,
+        baselines: reported_baselines,
+        seconds,
+        tree: tree.describe_levels(),
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    args.format.formatter().write(&report, &mut out)?;
+    out.flush().map_err(OutputError::from)?;
+    Ok(())
+}
+
+fn run_cost(args: &CostArgs) -> Result<(), CliError> {
+    let matrix = load_matrix(&args.matrix)?;
+    let tree = load_tree(&args.tree)?;
+    let costs = link_costs(args.costs.as_deref(), &tree)?;
+    let mapping = read_mapping(&args.mapping, matrix.order(), tree.leaf_count())?;
+    let m = evaluate(&matrix.symmetric(), &tree, &mapping, &costs);
+    println!("hop-bytes {}", rankmig::matrix::format_volume(m.hop_bytes));
+    println!("sum-com {}", rankmig::matrix::format_volume(m.sum_com));
+    println!(
+        "inter-node {}",
+        rankmig::matrix::format_volume(m.inter_node)
+    );
+    Ok(())
+}
+
+/// Reads a mapping file: `LEAF` per line (line order = rank) or `RANK LEAF` lines.
+fn read_mapping(path: &Path, ranks: usize, leaves: usize) -> Result<Vec<usize>, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::MappingFile {
+        path: path.to_owned(),
+        line: 0,
+        problem: format!("cannot read: {e}"),
+    })?;
+    let err = |line: usize, problem: String| CliError::MappingFile {
+        path: path.to_owned(),
+        line,
+        problem,
+    };
+    let mut mapping: Vec<Option<usize>> = vec![None; ranks];
+    let mut next_rank = 0usize;
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let data = raw.split('#').next().unwrap_or("").trim();
+        if data.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = data.split_whitespace().collect();
+        let number = |s: &str| {
+            s.parse::<usize>()
+                .map_err(|_| err(line, format!("'{s}' is not a non-negative integer")))
+        };
+        let (rank, leaf) = match fields[..] {
+            [leaf] => (next_rank, number(leaf)?),
+            [rank, leaf] => (number(rank)?, number(leaf)?),
+            _ => {
+                return Err(err(
+                    line,
+                    format!("expected 'LEAF' or 'RANK LEAF', found '{data}'"),
+                ));
+            }
+        };
+        next_rank = rank + 1;
+        if rank >= ranks {
+            return Err(err(
+                line,
+                format!("rank {rank} is out of range (the matrix has {ranks} ranks)"),
+            ));
+        }
+        if leaf >= leaves {
+            return Err(err(
+                line,
+                format!("leaf {leaf} is out of range (the tree has {leaves} leaves)"),
+            ));
+        }
+        if mapping[rank].replace(leaf).is_some() {
+            return Err(err(line, format!("rank {rank} is mapped twice")));
+        }
+    }
+    mapping
+        .iter()
+        .enumerate()
+        .map(|(rank, leaf)| leaf.ok_or_else(|| err(0, format!("rank {rank} has no leaf"))))
+        .collect()
+}
+
+fn run_topology(args: &TopologyArgs) -> Result<(), CliError> {
+    let tree = load_tree(&args.tree)?;
+    println!("levels: {}", tree.describe_levels());
+    println!("depth: {}", tree.depth());
+    println!("leaves: {}", tree.leaf_count());
+    let nodes = tree
+        .leaves()
+        .iter()
+        .map(|l| l.node)
+        .max()
+        .map_or(0, |m| m + 1);
+    println!("nodes: {nodes}");
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! Output formats of `rankmig map`: one file per format behind the [`MapFormatter`] trait.
+
+mod json;
+mod rankfile;
+mod slurm;
+mod text;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::topology::Leaf;
+use crate::treematch::metrics::Metrics;
+
+pub use json::Json;
+pub use rankfile::Rankfile;
+pub use slurm::Slurm;
+pub use text::Text;
+
+/// Everything `rankmig map` reports about one mapping.
+#[derive(Debug, Clone, Serialize)]
+pub struct MapReport {
+    /// Leaf (depth-first index in the tree) of each rank.
+    pub mapping: Vec<usize>,
+    /// What each leaf of the tree stands for (node, logical and OS index).
+    #[serde(skip)]
+    pub leaves: Vec<Leaf>,
+    /// Names of the cluster nodes, index = `Leaf::node`.
+    #[serde(skip)]
+    pub node_names: Vec<String>,
+    /// Costs of the mapping.
+    pub metrics: Metrics,
+    /// Costs of the baselines (`packed`, `round-robin`, `random`).
+    pub baselines: BTreeMap<String, Metrics>,
+    /// Time spent computing the mapping, in seconds.
+    pub seconds: f64,
+    /// The tree's levels, e.g. `Cluster:1(x4) Machine:4(x2) Package:8(x8) Core:64`.
+    pub tree: String,
+}
+
+/// A way to print a [`MapReport`].
+pub trait MapFormatter {
+    /// Writes the report.
+    fn write(&self, report: &MapReport, out: &mut dyn Write) -> Result<(), OutputError>;
+}
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// Writing failed.
+    #[error("cannot write the output: {0}")]
+    Io(#[from] std::io::Error),
+    /// JSON encoding failed.
+    #[error("cannot encode JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The format does not fit this mapping.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// The output formats of `rankmig map`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum MapFormat {
+    /// `RANK LEAF` lines then `#` lines with the metrics.
+    #[default]
+    Text,
+    /// `{"mapping": [...], "metrics": {...}, "baselines": {...}, "seconds": ...}`.
+    Json,
+    /// An Open MPI rankfile (`rank R=HOST slot=CORE`).
+    Rankfile,
+    /// A Slurm `--cpu-bind=map_cpu:` list (one node only).
+    Slurm,
+}
+
+impl MapFormat {
+    /// The formatter for this format.
+    pub fn formatter(self) -> Box<dyn MapFormatter> {
+        match self {
+            MapFormat::Text => Box::new(Text),
+            MapFormat::Json => Box::new(Json),
+            MapFormat::Rankfile => Box::new(Rankfile),
+            MapFormat::Slurm => Box::new(Slurm),
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! The default text format.
+
+use std::io::Write;
+
+use super::{MapFormatter, MapReport, OutputError};
+use crate::matrix::format_volume;
+use crate::treematch::metrics::Metrics;
+
+/// `RANK LEAF` per line, then `#` lines: the tree, each metric for this mapping and for
+/// each baseline (with the ratio baseline / mapping), and the mapping time.
+pub struct Text;
+
+impl MapFormatter for Text {
+    fn write(&self, report: &MapReport, out: &mut dyn Write) -> Result<(), OutputError> {
+        for (rank, leaf) in report.mapping.iter().enumerate() {
+            writeln!(out, "{rank} {leaf}")?;
+        }
+        writeln!(out, "# tree: {}", report.tree)?;
+        writeln!(
+            out,
+            "# {:<12} {:>18} {:>18} {:>16}  hop-bytes ratio",
+            "placement", "hop-bytes", "sum-com", "inter-node"
+        )?;
+        write_row(out, "treematch", &report.metrics, &report.metrics)?;
+        for (name, m) in &report.baselines {
+            write_row(out, name, m, &report.metrics)?;
+        }
+        writeln!(out, "# mapping time: {:.3} ms", report.seconds * 1e3)?;
+        Ok(())
+    }
+}
+
+fn write_row(out: &mut dyn Write, name: &str, m: &Metrics, ours: &Metrics) -> std::io::Result<()> {
+    let ratio = if ours.hop_bytes > 0.0 {
+        format!("{:.3}", m.hop_bytes / ours.hop_bytes)
+    } else {
+        "-".to_owned()
+    };
+    writeln!(
+        out,
+        "# {:<12} {:>18} {:>18} {:>16}  {ratio}",
+        name,
+        format_volume(m.hop_bytes),
+        format_volume(m.sum_com),
+        format_volume(m.inter_node)
+    )
+}

@@ -1,0 +1,1 @@
+//! Generated communication patterns (stencils, rings, all-to-all, ...) for benchmarks and tests.
