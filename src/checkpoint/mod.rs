@@ -59,3 +59,6 @@ pub use error::CheckpointError;
 pub use inspect::{InspectReport, inspect};
 #[cfg(feature = "mpi")]
 pub use mpi_collective::MpiCollective;
+
+#[cfg(test)]
+mod context_tests;
