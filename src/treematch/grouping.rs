@@ -190,8 +190,13 @@ fn greedy(graph: &SymGraph, request: &LevelRequest) -> Vec<Vec<u32>> {
     let mut cursor = vec![0usize; max_shape + 1];
     let mut gain = vec![0.0f64; m];
     let mut in_candidates = vec![false; m];
-    let mut groups = Vec::with_capacity(request.templates.len());
-    for template in &request.templates {
+    // Largest groups first: with silent virtual units (fewer ranks than leaves) the real
+    // ranks then gather in the big subtrees and the leftovers pad the small ones.
+    let mut fill_order: Vec<usize> = (0..request.templates.len()).collect();
+    fill_order.sort_by_key(|&t| std::cmp::Reverse(template_size(&request.templates[t])));
+    let mut groups = vec![Vec::new(); request.templates.len()];
+    for t in fill_order {
+        let template = &request.templates[t];
         let mut need: Vec<(u32, usize)> = template.clone();
         let size: usize = need.iter().map(|t| t.1).sum();
         let mut members: Vec<u32> = Vec::with_capacity(size);
@@ -223,9 +228,13 @@ fn greedy(graph: &SymGraph, request: &LevelRequest) -> Vec<Vec<u32>> {
             gain[c as usize] = 0.0;
             in_candidates[c as usize] = false;
         }
-        groups.push(members);
+        groups[t] = members;
     }
     groups
+}
+
+fn template_size(template: &[(u32, usize)]) -> usize {
+    template.iter().map(|t| t.1).sum()
 }
 
 /// The free candidate of a needed shape with the largest gain (lowest index on ties).

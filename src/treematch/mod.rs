@@ -152,6 +152,8 @@ pub fn map(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Result<Mappin
     } else {
         let mut slots = best_start(graph, &work, bottom_up(graph, &work, options));
         refine::swap_refine(graph, &work, &mut slots, options.final_refine_passes);
+        refine::kernighan_lin(graph, &work, &mut slots, options.final_refine_passes);
+        refine::restarts(graph, &work, &mut slots, options.final_refine_passes);
         slots
     };
     let factor = options.oversubscribe;

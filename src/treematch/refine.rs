@@ -128,13 +128,7 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
                 }
             }
             if let Some((_, b)) = best {
-                let v = occupant[b];
-                occupant[b] = u as u32;
-                occupant[a] = v;
-                leaf_of_rank[u] = b;
-                if v != EMPTY {
-                    leaf_of_rank[v as usize] = a;
-                }
+                apply_swap(leaf_of_rank, &mut occupant, a, b);
                 improved = true;
             }
             if budget == 0 {
@@ -143,6 +137,111 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
         }
         if !improved {
             break;
+        }
+    }
+}
+
+/// Largest tree (in leaves) on which Kernighan–Lin passes run after the swap descent.
+const KL_MAX_LEAVES: usize = 32;
+
+/// Kernighan–Lin passes on small trees: a chain of best swaps, each rank moved at most
+/// once per pass, even when a swap costs more; the chain is cut back to its best prefix.
+/// This escapes the local optima of the plain swap descent.
+pub fn kernighan_lin(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], passes: usize) {
+    let leaves = tree.leaf_count();
+    if leaves > KL_MAX_LEAVES {
+        return;
+    }
+    let dist = Distances::new(tree);
+    let mut occupant = vec![EMPTY; leaves];
+    for (r, &l) in leaf_of_rank.iter().enumerate() {
+        occupant[l] = r as u32;
+    }
+    for _ in 0..passes {
+        if !kl_pass(graph, &dist, leaf_of_rank, &mut occupant) {
+            break;
+        }
+    }
+}
+
+/// One Kernighan–Lin pass; true when it lowered the cost.
+fn kl_pass(
+    graph: &SymGraph,
+    dist: &Distances,
+    leaf_of_rank: &mut [usize],
+    occupant: &mut [u32],
+) -> bool {
+    let n = graph.order();
+    let mut locked = vec![false; n];
+    let mut history: Vec<(usize, usize)> = Vec::new(); // (leaf a, leaf b) swapped
+    let (mut total, mut best_total, mut best_len) = (0.0f64, 0.0f64, 0usize);
+    for _ in 0..n {
+        let mut best: Option<(f64, usize, usize)> = None;
+        for u in (0..n).filter(|&u| !locked[u]) {
+            let a = leaf_of_rank[u];
+            for b in 0..occupant.len() {
+                let v = occupant[b];
+                if b == a || (v != EMPTY && locked[v as usize]) {
+                    continue;
+                }
+                let delta = swap_delta(graph, dist, leaf_of_rank, u, a, b, v);
+                if best.is_none_or(|(d, _, _)| delta < d) {
+                    best = Some((delta, u, b));
+                }
+            }
+        }
+        let Some((delta, u, b)) = best else { break };
+        let a = leaf_of_rank[u];
+        let v = occupant[b];
+        apply_swap(leaf_of_rank, occupant, a, b);
+        locked[u] = true;
+        if v != EMPTY {
+            locked[v as usize] = true;
+        }
+        history.push((a, b));
+        total += delta;
+        if total < best_total - 1e-9 * (1.0 + best_total.abs()) {
+            best_total = total;
+            best_len = history.len();
+        }
+    }
+    for &(a, b) in history[best_len..].iter().rev() {
+        apply_swap(leaf_of_rank, occupant, a, b);
+    }
+    best_len > 0
+}
+
+/// Exchanges the contents (rank or nothing) of leaves `a` and `b`.
+fn apply_swap(leaf_of_rank: &mut [usize], occupant: &mut [u32], a: usize, b: usize) {
+    occupant.swap(a, b);
+    for leaf in [a, b] {
+        if occupant[leaf] != EMPTY {
+            leaf_of_rank[occupant[leaf] as usize] = leaf;
+        }
+    }
+}
+
+/// Random restarts on small trees: from seeded random placements, swap descent then
+/// Kernighan–Lin; the best result (including the incoming one) is kept. Deterministic.
+pub fn restarts(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], passes: usize) {
+    use rand::SeedableRng;
+    use rand::seq::SliceRandom;
+    const RESTARTS: u64 = 8;
+    if tree.leaf_count() > KL_MAX_LEAVES {
+        return;
+    }
+    let mut best_cost = super::metrics::hop_bytes(graph, tree, leaf_of_rank);
+    for seed in 0..RESTARTS {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut slots: Vec<usize> = (0..tree.leaf_count()).collect();
+        slots.shuffle(&mut rng);
+        slots.truncate(graph.order());
+        swap_refine(graph, tree, &mut slots, passes);
+        kernighan_lin(graph, tree, &mut slots, passes);
+        let cost = super::metrics::hop_bytes(graph, tree, &slots);
+        if cost < best_cost - 1e-9 * best_cost.abs() {
+            best_cost = cost;
+            leaf_of_rank.copy_from_slice(&slots);
         }
     }
 }
