@@ -179,8 +179,7 @@ fn kl_pass(
         let mut best: Option<(f64, usize, usize)> = None;
         for u in (0..n).filter(|&u| !locked[u]) {
             let a = leaf_of_rank[u];
-            for b in 0..occupant.len() {
-                let v = occupant[b];
+            for (b, &v) in occupant.iter().enumerate() {
                 if b == a || (v != EMPTY && locked[v as usize]) {
                     continue;
                 }
