@@ -13,6 +13,7 @@
 //! | algorithm | [`treematch`] |
 //! | bottom | [`topology`], [`matrix`] |
 
+pub mod availability;
 pub mod checkpoint;
 pub mod matrix;
 pub mod output;

@@ -9,17 +9,20 @@ pub struct Slurm;
 
 impl MapFormatter for Slurm {
     fn write(&self, report: &MapReport, out: &mut dyn Write) -> Result<(), OutputError> {
-        let mut cpus = Vec::with_capacity(report.mapping.len());
-        for &leaf in &report.mapping {
-            let l = &report.leaves[leaf];
-            if l.node != 0 {
-                return Err(OutputError::Unsupported(
-                    "--format slurm describes one node; the mapping spans several (use rankfile)"
-                        .into(),
-                ));
-            }
-            cpus.push(l.os_index.unwrap_or(l.logical_index).to_string());
+        if report.node_names.len() > 1 {
+            return Err(OutputError::Unsupported(format!(
+                "--format slurm describes one node; this tree has {} (use --format rankfile)",
+                report.node_names.len()
+            )));
         }
+        let cpus: Vec<String> = report
+            .mapping
+            .iter()
+            .map(|&leaf| {
+                let l = &report.leaves[leaf];
+                l.os_index.unwrap_or(l.logical_index).to_string()
+            })
+            .collect();
         writeln!(out, "--cpu-bind=map_cpu:{}", cpus.join(","))?;
         Ok(())
     }

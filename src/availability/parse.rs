@@ -1,0 +1,305 @@
+//! The four availability forms and their detection.
+
+use crate::topology::parse_index_list;
+
+use super::{AvailabilityError, NodeOffer};
+
+/// Forms of an availability file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum AvailabilityFormat {
+    /// Detect: `slots=` → hostfile; `NAME:N` → colon; one name per line → nodefile;
+    /// otherwise native.
+    #[default]
+    Auto,
+    /// `NAME CORES [cpus=LIST]`.
+    Native,
+    /// Open MPI hostfile: `NAME slots=N [max_slots=M]` (a bare `NAME` is 1 slot).
+    Hostfile,
+    /// `NAME:N`.
+    Colon,
+    /// One name per slot, repeated (as `$PBS_NODEFILE`).
+    Nodefile,
+}
+
+/// A data line: its number, its text without comment.
+type DataLine<'a> = (usize, &'a str);
+
+/// Parses `text` in `format` into offers (0-core nodes included).
+pub(super) fn parse(
+    text: &str,
+    origin: &str,
+    format: AvailabilityFormat,
+) -> Result<Vec<NodeOffer>, AvailabilityError> {
+    let lines: Vec<DataLine> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.split('#').next().unwrap_or("").trim()))
+        .filter(|(_, l)| !l.is_empty())
+        .collect();
+    let format = match format {
+        AvailabilityFormat::Auto => detect(&lines),
+        f => f,
+    };
+    let ctx = Ctx { origin };
+    let offers = match format {
+        AvailabilityFormat::Nodefile => return ctx.nodefile(&lines),
+        AvailabilityFormat::Native => ctx.each(&lines, Ctx::native_line)?,
+        AvailabilityFormat::Hostfile => ctx.each(&lines, Ctx::hostfile_line)?,
+        AvailabilityFormat::Colon => ctx.each(&lines, Ctx::colon_line)?,
+        AvailabilityFormat::Auto => unreachable!("resolved above"),
+    };
+    ctx.reject_duplicates(&offers)?;
+    Ok(offers)
+}
+
+fn detect(lines: &[DataLine]) -> AvailabilityFormat {
+    if lines.iter().any(|(_, l)| l.contains("slots=")) {
+        AvailabilityFormat::Hostfile
+    } else if lines
+        .iter()
+        .any(|(_, l)| l.contains(':') && !l.contains(' '))
+    {
+        AvailabilityFormat::Colon
+    } else if !lines.is_empty() && lines.iter().all(|(_, l)| !l.contains(char::is_whitespace)) {
+        AvailabilityFormat::Nodefile
+    } else {
+        AvailabilityFormat::Native
+    }
+}
+
+struct Ctx<'a> {
+    origin: &'a str,
+}
+
+impl Ctx<'_> {
+    fn error(&self, line: usize, problem: impl Into<String>, text: &str) -> AvailabilityError {
+        AvailabilityError::Line {
+            origin: self.origin.to_owned(),
+            line,
+            problem: problem.into(),
+            text: text.to_owned(),
+        }
+    }
+
+    fn each(
+        &self,
+        lines: &[DataLine],
+        parse_line: fn(&Self, usize, &str) -> Result<NodeOffer, AvailabilityError>,
+    ) -> Result<Vec<NodeOffer>, AvailabilityError> {
+        lines.iter().map(|&(n, l)| parse_line(self, n, l)).collect()
+    }
+
+    fn name(&self, line: usize, name: &str) -> Result<String, AvailabilityError> {
+        if is_hostname(name) {
+            Ok(name.to_owned())
+        } else {
+            Err(self.error(
+                line,
+                "not a valid node name (letters, digits, '-' and '.', as host names)",
+                name,
+            ))
+        }
+    }
+
+    fn count(&self, line: usize, value: &str, what: &str) -> Result<usize, AvailabilityError> {
+        value.parse::<usize>().map_err(|_| {
+            self.error(
+                line,
+                format!("{what} must be a non-negative integer"),
+                value,
+            )
+        })
+    }
+
+    fn native_line(&self, line: usize, text: &str) -> Result<NodeOffer, AvailabilityError> {
+        let fields: Vec<&str> = text.split_whitespace().collect();
+        let (name, cores, extra) = match fields[..] {
+            [name, cores] => (name, cores, None),
+            [name, cores, extra] => (name, cores, Some(extra)),
+            _ => return Err(self.error(line, "expected 'NAME CORES [cpus=LIST]'", text)),
+        };
+        let name = self.name(line, name)?;
+        let cores = self.count(line, cores, "the core count")?;
+        let cpus = match extra {
+            None => None,
+            Some(e) => Some(self.cpus(line, e, cores)?),
+        };
+        Ok(NodeOffer {
+            name,
+            cores,
+            cpus,
+            line,
+        })
+    }
+
+    fn cpus(
+        &self,
+        line: usize,
+        field: &str,
+        cores: usize,
+    ) -> Result<Vec<usize>, AvailabilityError> {
+        let list = field
+            .strip_prefix("cpus=")
+            .ok_or_else(|| self.error(line, "expected 'cpus=LIST' after the core count", field))?;
+        let cpus = parse_index_list(list).map_err(|e| self.error(line, e.to_string(), list))?;
+        if cpus.len() != cores {
+            return Err(self.error(
+                line,
+                format!(
+                    "the cpu list has {} cpus but the line offers {cores} cores",
+                    cpus.len()
+                ),
+                list,
+            ));
+        }
+        Ok(cpus)
+    }
+
+    fn hostfile_line(&self, line: usize, text: &str) -> Result<NodeOffer, AvailabilityError> {
+        let mut fields = text.split_whitespace();
+        let name = self.name(line, fields.next().unwrap_or(""))?;
+        let mut cores = 1;
+        for field in fields {
+            if let Some(v) = field.strip_prefix("slots=") {
+                cores = self.count(line, v, "slots")?;
+            } else if let Some(v) = field.strip_prefix("max_slots=") {
+                self.count(line, v, "max_slots")?;
+            } else {
+                return Err(self.error(line, "expected 'NAME slots=N [max_slots=M]'", text));
+            }
+        }
+        Ok(NodeOffer {
+            name,
+            cores,
+            cpus: None,
+            line,
+        })
+    }
+
+    fn colon_line(&self, line: usize, text: &str) -> Result<NodeOffer, AvailabilityError> {
+        let (name, cores) = text
+            .split_once(':')
+            .ok_or_else(|| self.error(line, "expected 'NAME:CORES'", text))?;
+        Ok(NodeOffer {
+            name: self.name(line, name)?,
+            cores: self.count(line, cores, "the core count")?,
+            cpus: None,
+            line,
+        })
+    }
+
+    fn nodefile(&self, lines: &[DataLine]) -> Result<Vec<NodeOffer>, AvailabilityError> {
+        let mut offers: Vec<NodeOffer> = Vec::new();
+        for &(line, text) in lines {
+            let name = self.name(line, text)?;
+            match offers.iter_mut().find(|o| o.name == name) {
+                Some(o) => o.cores += 1,
+                None => offers.push(NodeOffer {
+                    name,
+                    cores: 1,
+                    cpus: None,
+                    line,
+                }),
+            }
+        }
+        Ok(offers)
+    }
+
+    fn reject_duplicates(&self, offers: &[NodeOffer]) -> Result<(), AvailabilityError> {
+        for (i, o) in offers.iter().enumerate() {
+            if let Some(first) = offers[..i].iter().find(|p| p.name == o.name) {
+                return Err(AvailabilityError::Duplicate {
+                    origin: self.origin.to_owned(),
+                    line: o.line,
+                    first: first.line,
+                    name: o.name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Host-name rules: dot-separated labels of letters, digits and inner hyphens.
+fn is_hostname(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Availability;
+    use super::*;
+
+    fn parse_auto(text: &str) -> Result<Availability, AvailabilityError> {
+        Availability::parse(text, "av.txt", AvailabilityFormat::Auto)
+    }
+
+    #[test]
+    fn native_form_with_comments_zero_and_cpus() {
+        let a = parse_auto("# nodes\nnode01 16\n\nnode02 0 # drained\nnode03 8 cpus=0-3,8-11\n")
+            .unwrap();
+        assert_eq!(a.nodes().len(), 2);
+        assert_eq!(a.cores("node02"), 0);
+        assert_eq!(a.cores("absent"), 0);
+        assert_eq!(
+            a.node("node03").unwrap().cpus.as_deref(),
+            Some(&[0, 1, 2, 3, 8, 9, 10, 11][..])
+        );
+        assert_eq!(a.total_cores(), 24);
+    }
+
+    #[test]
+    fn the_other_forms_are_detected() {
+        let h = parse_auto("n1 slots=4 max_slots=8\nn2 slots=2\n").unwrap();
+        assert_eq!((h.cores("n1"), h.cores("n2")), (4, 2));
+        let c = parse_auto("n1:4\nn2:2\n").unwrap();
+        assert_eq!((c.cores("n1"), c.cores("n2")), (4, 2));
+        let f = parse_auto("n1\nn2\nn1\nn1\n").unwrap();
+        assert_eq!((f.cores("n1"), f.cores("n2")), (3, 1));
+        assert_eq!(f.nodes()[0].name, "n1");
+    }
+
+    #[test]
+    fn errors_name_file_line_and_value() {
+        let e = |t: &str| parse_auto(t).unwrap_err().to_string();
+        assert_eq!(
+            e("n1 2\nn1 3\n"),
+            "av.txt:2: node 'n1' is already listed on line 1"
+        );
+        assert_eq!(
+            e("n1 -2\n"),
+            "av.txt:1: the core count must be a non-negative integer: '-2'"
+        );
+        assert_eq!(
+            e("n1 2.5\n"),
+            "av.txt:1: the core count must be a non-negative integer: '2.5'"
+        );
+        assert!(e("n1 4 cpus=0-2\n").contains("has 3 cpus but the line offers 4 cores"));
+        assert!(e("bad_name 4\n").starts_with("av.txt:1: not a valid node name"));
+        assert_eq!(
+            e("n1 0\n# n2 4\n"),
+            "av.txt: no cores available at all; the job keeps its current placement"
+        );
+        assert!(e("").contains("no cores available"));
+        assert!(e("n1 2 3 4\n").contains("expected 'NAME CORES [cpus=LIST]'"));
+    }
+
+    #[test]
+    fn diff_names_changes() {
+        let a = parse_auto("n1 2\nn2 2\nn3 2\n").unwrap();
+        let b = parse_auto("n2 4\nn3 2\nn4 1\n").unwrap();
+        let d = a.diff(&b);
+        assert_eq!(d.added, vec![("n4".to_owned(), 1)]);
+        assert_eq!(d.removed, vec![("n1".to_owned(), 2)]);
+        assert_eq!(d.changed, vec![("n2".to_owned(), 2, 4)]);
+        assert!(a.diff(&a).is_empty());
+    }
+}

@@ -1,0 +1,325 @@
+//! `rankmig map`, `cost` and `topology` as a user runs them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn rankmig(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rankmig"))
+        .args(args)
+        .output()
+        .expect("run rankmig")
+}
+
+fn data(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn xml_node() -> String {
+    format!("xml:{}", data("topologies/32em64t-2n8c2t-pci-noio.xml"))
+}
+
+/// Exit code 2, one error line on stderr containing every `needle`, no panic.
+fn assert_clean_error(out: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Our own errors are one line; clap's usage errors add a hint line after it.
+    let first = stderr.lines().next().unwrap_or("");
+    assert!(first.contains("error:"), "{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "'{needle}' not in '{stderr}'");
+    }
+    if first.starts_with("rankmig: error:") {
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn text_output_lists_every_rank_and_the_baselines() {
+    let out = rankmig(&[
+        "map",
+        "--matrix",
+        &data("matrices/himeno.M.4x4x4.64.mat"),
+        "-t",
+        &xml_node(),
+        "--nodes",
+        "4",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut leaves: Vec<usize> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(leaves.len(), 64);
+    leaves.sort_unstable();
+    leaves.dedup();
+    assert_eq!(leaves.len(), 64, "each rank on its own core");
+    for name in [
+        "treematch",
+        "packed",
+        "round-robin",
+        "random",
+        "mapping time",
+    ] {
+        assert!(text.contains(name), "{name} missing");
+    }
+}
+
+#[test]
+fn json_rankfile_and_slurm_formats() {
+    let m = data("matrices/lu.W.16.mat");
+    let out = rankmig(&["map", "--matrix", &m, "-t", &xml_node(), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mapping"].as_array().unwrap().len(), 16);
+    assert!(v["metrics"]["hop_bytes"].as_f64().unwrap() > 0.0);
+    assert!(v["baselines"]["packed"]["hop_bytes"].is_number());
+    assert!(v["seconds"].as_f64().unwrap() >= 0.0);
+
+    let out = rankmig(&[
+        "map",
+        "--matrix",
+        &m,
+        "-t",
+        &xml_node(),
+        "--nodes",
+        "2",
+        "--hosts",
+        "a,b",
+        "--format",
+        "rankfile",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 16);
+    assert!(
+        text.lines()
+            .all(|l| l.starts_with("rank ") && l.contains("slot="))
+    );
+    assert!(text.contains("=a slot=") || text.contains("=b slot="));
+
+    let out = rankmig(&[
+        "map",
+        "--matrix",
+        &m,
+        "-t",
+        &xml_node(),
+        "--format",
+        "slurm",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let list = text.trim().strip_prefix("--cpu-bind=map_cpu:").unwrap();
+    assert_eq!(list.split(',').count(), 16);
+    let out = rankmig(&[
+        "map",
+        "--matrix",
+        &m,
+        "-t",
+        &xml_node(),
+        "--nodes",
+        "2",
+        "--format",
+        "slurm",
+    ]);
+    assert_clean_error(&out, &["one node"]);
+}
+
+#[test]
+fn cost_agrees_with_map() {
+    let m = data("matrices/cg.W.64.mat");
+    let out = rankmig(&[
+        "map",
+        "--matrix",
+        &m,
+        "-t",
+        &xml_node(),
+        "--nodes",
+        "4",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mapping: String = v["mapping"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let f = write(dir.path(), "m.map", &mapping);
+    let out = rankmig(&[
+        "cost",
+        "--matrix",
+        &m,
+        "-t",
+        &xml_node(),
+        "--nodes",
+        "4",
+        "--mapping",
+        &f,
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let hb: f64 = text
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(hb, v["metrics"]["hop_bytes"].as_f64().unwrap());
+}
+
+#[test]
+fn bad_matrices_are_one_line_errors_naming_file_line_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = "synthetic:pack:2 core:2 pu:1";
+    let f = write(dir.path(), "neg.mat", "0 1\n-4 0\n");
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &f, "-t", t]),
+        &["neg.mat:2", "'-4'"],
+    );
+    let f = write(dir.path(), "word.mat", "0 1\n1 zero\n");
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &f, "-t", t]),
+        &["word.mat:2", "'zero'"],
+    );
+    let f = write(dir.path(), "nan.mat", "0 nan\n1 0\n");
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &f, "-t", t]),
+        &["nan.mat:1", "'nan'"],
+    );
+    let f = write(dir.path(), "rect.mat", "0 1 1 1\n1 0 1 1\n");
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &f, "-t", t]),
+        &["rect.mat:1", "square"],
+    );
+    let f = write(dir.path(), "empty.mat", "\n# nothing\n");
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &f, "-t", t]),
+        &["empty.mat", "empty"],
+    );
+    let missing = dir.path().join("missing.mat").display().to_string();
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &missing, "-t", t]),
+        &["missing.mat", "cannot read"],
+    );
+    let big = (0..5).map(|_| "0 0 0 0 0\n").collect::<String>();
+    let f = write(dir.path(), "big.mat", &big);
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &f, "-t", t]),
+        &["5 ranks", "4 slots"],
+    );
+}
+
+#[test]
+fn bad_topologies_and_options_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = data("matrices/lu.W.16.mat");
+    let x = write(dir.path(), "junk.xml", "<topology><object");
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &m, "-t", &format!("xml:{x}")]),
+        &["junk.xml", "hwloc refused"],
+    );
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &m, "-t", "synthetic:pack:x"]),
+        &["pack:x"],
+    );
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &m, "-t", "nonsense"]),
+        &["nonsense"],
+    );
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &m, "-t", &xml_node(), "--costs", "1,2,3"]),
+        &["--costs", "1,2,3"],
+    );
+    assert_clean_error(
+        &rankmig(&["map", "--matrix", &m, "-t", &xml_node(), "--allowed", "4-x"]),
+        &["--allowed", "4-x"],
+    );
+}
+
+#[test]
+fn oversubscription_and_allowed_leaves() {
+    let m = data("matrices/lu.W.16.mat");
+    let t = "synthetic:pack:2 core:4 pu:1";
+    let out = rankmig(&["map", "--matrix", &m, "-t", t]);
+    assert_clean_error(&out, &["16 ranks", "8 slots", "--oversubscribe"]);
+    let out = rankmig(&[
+        "map",
+        "--matrix",
+        &m,
+        "-t",
+        t,
+        "--oversubscribe",
+        "2",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut count = [0usize; 8];
+    for l in v["mapping"].as_array().unwrap() {
+        count[l.as_u64().unwrap() as usize] += 1;
+    }
+    assert!(count.iter().all(|&c| c == 2), "{count:?}");
+    let out = rankmig(&[
+        "map",
+        "--matrix",
+        &m,
+        "-t",
+        &xml_node(),
+        "--nodes",
+        "2",
+        "--allowed",
+        "0-7,16-23",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for l in v["mapping"].as_array().unwrap() {
+        let l = l.as_u64().unwrap();
+        assert!(l < 8 || (16..24).contains(&l), "leaf {l} not allowed");
+    }
+}
+
+#[test]
+fn topology_command_describes_the_tree() {
+    let out = rankmig(&["topology", "-t", &xml_node(), "--nodes", "4"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Cluster:1(x4) Machine:4(x2) Package:8(x8) Core:64"),
+        "{text}"
+    );
+    assert!(text.contains("leaves: 64"));
+}
+
+#[test]
+fn prof_directory_is_a_matrix() {
+    let out = rankmig(&[
+        "map",
+        "--matrix",
+        &data("prof/lu.W.16"),
+        "-t",
+        &xml_node(),
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mapping"].as_array().unwrap().len(), 16);
+}
