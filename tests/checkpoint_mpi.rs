@@ -1,0 +1,379 @@
+//! Checkpoint/restart with real `mpirun` and 4 ranks, on `examples/jacobi.rs`.
+//!
+//! The example is built by the first test that needs it (`cargo build --example
+//! jacobi`, with `--release` when these tests are built without debug assertions).
+//! The MPI runs are serialised with a lock: the machine may have two cores only.
+#![cfg(feature = "mpi")]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rankmig::checkpoint::epoch::{COMMIT_MARKER, epoch_dir_name, rank_file_name};
+
+/// Grid and length of the small runs (about half a second each).
+const SMALL: &[&str] = &["--size", "256", "--iters", "500"];
+
+static MPI_LOCK: Mutex<()> = Mutex::new(());
+
+fn mpi_lock() -> MutexGuard<'static, ()> {
+    MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Path of the jacobi example next to this test binary, built once.
+fn jacobi() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "--example", "jacobi", "--manifest-path"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+        if cfg!(not(debug_assertions)) {
+            cmd.arg("--release");
+        }
+        let built = cmd.status().is_ok_and(|s| s.success());
+        let exe = std::env::current_exe().expect("test binary path");
+        // target/<profile>/deps/checkpoint_mpi-HASH -> target/<profile>/examples/jacobi
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>");
+        let path = profile_dir.join("examples").join("jacobi");
+        assert!(
+            path.exists(),
+            "{} missing and cargo build --example jacobi failed",
+            path.display()
+        );
+        if !built {
+            // `cargo test` builds the examples too, so this one is from this build.
+            eprintln!(
+                "cargo build --example jacobi failed; using {}",
+                path.display()
+            );
+        }
+        path
+    })
+}
+
+/// An `mpirun` command for the example with `np` ranks and checkpoint variables.
+fn mpirun(np: usize, args: &[&str], env: &[(&str, String)]) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        &np.to_string(),
+    ])
+    .arg(jacobi())
+    .args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("RANKMIG_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env(
+            "RANKMIG_CKPT_DIR",
+            std::env::temp_dir().join("rankmig-unused-ckpt"),
+        );
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn run(np: usize, args: &[&str], env: &[(&str, String)]) -> Output {
+    mpirun(np, args, env).output().expect("mpirun runs")
+}
+
+/// The checksum printed by a successful run.
+fn checksum(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "run failed: {}\n{stdout}\n{stderr}",
+        out.status
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("checksum: "))
+        .unwrap_or_else(|| panic!("no checksum line in {stdout:?}\n{stderr}"));
+    assert_eq!(line.len(), 16, "{line}");
+    line.to_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn dir_env(dir: &Path) -> (&'static str, String) {
+    ("RANKMIG_CKPT_DIR", dir.display().to_string())
+}
+
+fn restart_env(dir: &Path) -> Vec<(&'static str, String)> {
+    vec![dir_env(dir), ("RANKMIG_RESTART", "1".into())]
+}
+
+/// Checksum of an uninterrupted run, cached per argument list.
+fn reference(args: &[&str]) -> String {
+    static CACHE: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    let key = args.join(" ");
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, sum)) = cache.iter().find(|(k, _)| *k == key) {
+        return sum.clone();
+    }
+    let sum = checksum(&run(4, args, &[]));
+    cache.push((key, sum.clone()));
+    sum
+}
+
+/// A 4-rank run of `SMALL` with an epoch every 100 iterations, all 5 kept, copied
+/// into a fresh directory per test.
+fn committed_run() -> tempfile::TempDir {
+    static TEMPLATE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let template = TEMPLATE.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = [
+            dir_env(dir.path()),
+            ("RANKMIG_CKPT_EVERY", "100".into()),
+            ("RANKMIG_CKPT_KEEP", "10".into()),
+        ];
+        let out = run(4, SMALL, &env);
+        assert_eq!(checksum(&out), reference(SMALL));
+        dir
+    });
+    let copy = tempfile::tempdir().expect("tempdir");
+    for epoch in 1..=5 {
+        let from = template.path().join(epoch_dir_name(epoch));
+        let to = copy.path().join(epoch_dir_name(epoch));
+        fs::create_dir(&to).expect("mkdir");
+        for entry in fs::read_dir(&from).expect("epoch dir") {
+            let entry = entry.expect("entry");
+            fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+        }
+    }
+    copy
+}
+
+fn rank_file(dir: &Path, epoch: u64, rank: u32) -> PathBuf {
+    dir.join(epoch_dir_name(epoch)).join(rank_file_name(rank))
+}
+
+/// Restarts `SMALL` from `dir` and checks it restored `epoch` and ends bit-exact.
+fn assert_restarts_from(dir: &Path, epoch: u64) {
+    let out = run(4, SMALL, &restart_env(dir));
+    let err = stderr(&out);
+    assert_eq!(checksum(&out), reference(SMALL), "{err}");
+    let expect = format!("restored epoch {epoch} at iteration {}", epoch * 100);
+    assert!(err.contains(&expect), "wanted {expect:?} in:\n{err}");
+}
+
+#[test]
+fn checksum_is_the_same_for_any_rank_count() {
+    let _g = mpi_lock();
+    let four = reference(SMALL);
+    for np in [1, 2] {
+        assert_eq!(checksum(&run(np, SMALL, &[])), four, "{np} ranks");
+    }
+}
+
+#[test]
+fn committed_epochs_inspect_clean() {
+    let _g = mpi_lock();
+    let dir = committed_run();
+    let report = rankmig::checkpoint::inspect(dir.path(), true).expect("inspect");
+    assert_eq!(report.epochs.len(), 5, "{report}");
+    assert!(!report.has_corruption(), "{report}");
+    for e in &report.epochs {
+        assert!(e.is_complete() && e.files.len() == 4, "{report}");
+    }
+}
+
+#[test]
+fn flipped_byte_skips_to_previous_epoch() {
+    let _g = mpi_lock();
+    let dir = committed_run();
+    let path = rank_file(dir.path(), 5, 2);
+    let mut bytes = fs::read(&path).expect("read");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    fs::write(&path, bytes).expect("write");
+    assert_restarts_from(dir.path(), 4);
+}
+
+#[test]
+fn truncated_file_skips_to_previous_epoch() {
+    let _g = mpi_lock();
+    let dir = committed_run();
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .open(rank_file(dir.path(), 5, 1))
+        .expect("open");
+    f.set_len(1000).expect("truncate");
+    assert_restarts_from(dir.path(), 4);
+}
+
+#[test]
+fn missing_rank_file_skips_to_previous_epoch() {
+    let _g = mpi_lock();
+    let dir = committed_run();
+    fs::remove_file(rank_file(dir.path(), 5, 3)).expect("remove");
+    assert_restarts_from(dir.path(), 4);
+}
+
+#[test]
+fn missing_commit_marker_skips_to_previous_epoch() {
+    let _g = mpi_lock();
+    let dir = committed_run();
+    fs::remove_file(dir.path().join(epoch_dir_name(5)).join(COMMIT_MARKER)).expect("remove");
+    // and a damaged epoch 4 on one rank only: all ranks must agree on epoch 3
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .open(rank_file(dir.path(), 4, 0))
+        .expect("open");
+    f.set_len(100).expect("truncate");
+    assert_restarts_from(dir.path(), 3);
+}
+
+#[test]
+fn no_valid_epoch_left_is_a_clear_error() {
+    let _g = mpi_lock();
+    let dir = committed_run();
+    for epoch in 1..=5 {
+        fs::remove_file(rank_file(dir.path(), epoch, epoch as u32 % 4)).expect("remove");
+    }
+    let out = run(4, SMALL, &restart_env(dir.path()));
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("no usable checkpoint"), "{err}");
+}
+
+#[test]
+fn four_rank_checkpoint_is_refused_by_eight_ranks() {
+    let _g = mpi_lock();
+    let dir = committed_run();
+    let out = run(8, SMALL, &restart_env(dir.path()));
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("written by a 4-rank job, this job has 8 ranks"),
+        "{err}"
+    );
+}
+
+/// Kills `mpirun` and its children (each rank is in its own process group).
+fn kill_job(child: &mut Child) {
+    let pid = child.id();
+    for rank in children_of(pid) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &rank.to_string()])
+            .status();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Pids whose parent is `ppid`, from `/proc/*/stat`.
+fn children_of(ppid: u32) -> Vec<u32> {
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| {
+        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // pid (comm) state ppid ...: comm may hold spaces, so split after ')'
+        let after = &stat[stat.rfind(')')? + 1..];
+        let parent: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
+        (parent == ppid).then_some(pid)
+    })
+    .collect()
+}
+
+fn any_committed(dir: &Path) -> bool {
+    epoch_dirs(dir).any(|d| d.join(COMMIT_MARKER).exists())
+}
+
+fn write_in_progress(dir: &Path) -> bool {
+    epoch_dirs(dir).any(|d| {
+        fs::read_dir(d).is_ok_and(|rd| {
+            rd.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        })
+    })
+}
+
+fn epoch_dirs(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("epoch-"))
+        })
+}
+
+/// Starts a checkpointing run, waits until `ready(dir)` (after a first commit), kills
+/// it, restarts it and compares with the uninterrupted checksum.
+fn kill_and_restart(args: &[&str], every: &str, ready: impl Fn(&Path) -> bool) {
+    let want = reference(args);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env = [dir_env(dir.path()), ("RANKMIG_CKPT_EVERY", every.into())];
+    let mut child = mpirun(4, args, &env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun starts");
+    let start = Instant::now();
+    let mut killed = false;
+    while start.elapsed() < Duration::from_secs(30) {
+        if child.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        if any_committed(dir.path()) && ready(dir.path()) {
+            kill_job(&mut child);
+            killed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    assert!(killed, "the run ended before it could be killed");
+    let mut env = restart_env(dir.path());
+    env.push(("RANKMIG_CKPT_EVERY", every.into()));
+    let out = run(4, args, &env);
+    let err = stderr(&out);
+    assert_eq!(checksum(&out), want, "{err}");
+    assert!(err.contains("restored epoch"), "{err}");
+    eprintln!(
+        "{}",
+        err.lines()
+            .filter(|l| l.contains("restored"))
+            .collect::<String>()
+    );
+}
+
+#[test]
+fn sigkill_at_random_iteration_then_restart_is_bit_exact() {
+    let _g = mpi_lock();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let delay =
+        Duration::from_millis(rand_chacha::ChaCha8Rng::seed_from_u64(seed).gen_range(0..400));
+    eprintln!("kill seed {seed}: {delay:?} after the first commit");
+    let first_commit = OnceLock::new();
+    kill_and_restart(&["--size", "256", "--iters", "10000"], "500", |_| {
+        first_commit.get_or_init(Instant::now).elapsed() >= delay
+    });
+}
+
+#[test]
+fn sigkill_during_checkpoint_write_then_restart_is_bit_exact() {
+    let _g = mpi_lock();
+    kill_and_restart(&["--size", "2048", "--iters", "60"], "2", write_in_progress);
+}
