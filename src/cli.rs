@@ -4,8 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use rankmig::availability::AvailabilityFormat;
 use rankmig::matrix::MatrixFormat;
 use rankmig::output::MapFormat;
+use rankmig::planner::Step2;
 use rankmig::topology::{LeafKind, TopologySpec};
 
 /// Move MPI ranks between nodes, placed by TreeMatch over the hwloc tree.
@@ -28,6 +30,18 @@ pub enum Command {
     ///
     /// Example: rankmig cost --matrix cg.W.64.mat --topology synthetic:"pack:2 core:8" --nodes 4 --mapping scotch.map
     Cost(CostArgs),
+    /// Initial placement of a job (N = matrix order ranks) over the offered cores.
+    ///
+    /// Example: rankmig place --availability av.txt --matrix cg.W.64.mat --node-topology synthetic:"pack:2 core:8 pu:1"
+    Place(PlaceArgs),
+    /// Plan a reconfiguration: which ranks leave, where they land (the paper's two steps).
+    ///
+    /// Example: rankmig plan --availability step1.avail --placement initial_placement.txt --matrix cg.W.64.mat --node-topology synthetic:"pack:2 core:8 pu:1"
+    Plan(PlanArgs),
+    /// Replay availability files one after the other, carrying the placement forward.
+    ///
+    /// Example: rankmig simulate --matrix cg.W.64.mat --placement initial_placement.txt --node-topology synthetic:"pack:2 core:8 pu:1" step1.avail step2.avail
+    Simulate(SimulateArgs),
     /// Print the levels, arities and leaf count of a topology.
     ///
     /// Example: rankmig topology --topology xml:node.xml --nodes 4
@@ -120,4 +134,106 @@ pub struct TopologyArgs {
 fn parse_topology(s: &str) -> Result<TopologySpec, String> {
     s.parse()
         .map_err(|e: rankmig::topology::TopologyError| e.to_string())
+}
+
+/// The availability file and the node topology (shared by place, plan and simulate).
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// Topology of one node (all nodes alike): `live`, `xml:FILE` or `synthetic:STRING`.
+    /// Cores of the placement and of `cpus=` lists are leaf indexes of this tree.
+    #[arg(long, value_parser = parse_topology, default_value = "live")]
+    pub node_topology: TopologySpec,
+    /// What the node's leaves are: `core` or `pu`.
+    #[arg(long, value_enum, default_value_t = LeafKind::Core)]
+    pub leaves: LeafKind,
+    /// Form of the availability file(s): auto, native (`NAME CORES [cpus=LIST]`),
+    /// hostfile (`NAME slots=N`), colon (`NAME:N`) or nodefile (one name per slot).
+    #[arg(long, value_enum, default_value_t = AvailabilityFormat::Auto)]
+    pub availability_format: AvailabilityFormat,
+    /// Step 2 variant: `paper` (TreeMatch on the leavers only) or `residents` (then
+    /// also weigh each leaver's traffic with the ranks already on each target node).
+    #[arg(long, value_enum, default_value_t = Step2::default())]
+    pub step2: Step2,
+}
+
+/// `rankmig place`.
+#[derive(Debug, Args)]
+pub struct PlaceArgs {
+    /// The availability file: `NAME CORES` lines. Example: --availability availability/4x8.avail
+    #[arg(long, short = 'a')]
+    pub availability: PathBuf,
+    #[command(flatten)]
+    pub matrix: MatrixArgs,
+    #[command(flatten)]
+    pub nodes: NodeArgs,
+    /// Output: `text` (RANK NODE CORE lines), `rankfile` (Open MPI) or `json`.
+    #[arg(long, short = 'f', value_enum, default_value_t = PlaceFormat::Text)]
+    pub format: PlaceFormat,
+}
+
+/// Output formats of `rankmig place`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlaceFormat {
+    /// `RANK NODE CORE` lines (a placement file).
+    Text,
+    /// An Open MPI rankfile.
+    Rankfile,
+    /// JSON.
+    Json,
+}
+
+/// `rankmig plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The new availability file.
+    #[arg(long, short = 'a')]
+    pub availability: PathBuf,
+    /// The current placement: `RANK NODE CORE` lines.
+    #[arg(long, short = 'p')]
+    pub placement: PathBuf,
+    #[command(flatten)]
+    pub matrix: MatrixArgs,
+    #[command(flatten)]
+    pub nodes: NodeArgs,
+    /// Output: `text` (one line per move, then # lines) or `json` (the plan).
+    #[arg(long, short = 'f', value_enum, default_value_t = PlanFormat::Text)]
+    pub format: PlanFormat,
+}
+
+/// Output formats of `rankmig plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanFormat {
+    /// Moves then `#` summary lines.
+    Text,
+    /// The plan as JSON.
+    Json,
+}
+
+/// `rankmig simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// The placement before the first step: `RANK NODE CORE` lines.
+    #[arg(long, short = 'p')]
+    pub placement: PathBuf,
+    #[command(flatten)]
+    pub matrix: MatrixArgs,
+    #[command(flatten)]
+    pub nodes: NodeArgs,
+    /// Output: `text` (a table), `csv` or `json`.
+    #[arg(long, short = 'f', value_enum, default_value_t = SimulateFormat::Text)]
+    pub format: SimulateFormat,
+    /// The availability files, in order.
+    #[arg(required = true)]
+    pub steps: Vec<PathBuf>,
+}
+
+/// Output formats of `rankmig simulate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimulateFormat {
+    /// A table.
+    Text,
+    /// One CSV row per step.
+    Csv,
+    /// JSON.
+    Json,
 }

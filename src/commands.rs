@@ -11,7 +11,16 @@ use rankmig::topology::{IndexListError, TopologyError, Tree, parse_index_list};
 use rankmig::treematch::metrics::{LinkCosts, Metrics, evaluate};
 use rankmig::treematch::{MapError, MapOptions, baselines, map};
 
-use crate::cli::{Cli, Command, CostArgs, MapArgs, MatrixArgs, TopologyArgs, TreeArgs};
+use rankmig::availability::{Availability, AvailabilityError};
+use rankmig::output::plan::{
+    SimulationStep, placement_rankfile, plan_text, simulation_csv, simulation_text,
+};
+use rankmig::planner::{Placement, PlacementError, PlanError, PlanOptions};
+
+use crate::cli::{
+    Cli, Command, CostArgs, MapArgs, MatrixArgs, NodeArgs, PlaceArgs, PlaceFormat, PlanArgs,
+    PlanFormat, SimulateArgs, SimulateFormat, TopologyArgs, TreeArgs,
+};
 
 /// Everything that can make a command fail. All exit with code 2.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +41,14 @@ pub enum CliError {
         line: usize,
         problem: String,
     },
+    #[error(transparent)]
+    Availability(#[from] AvailabilityError),
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("cannot encode JSON: {0}")]
+    Json(#[from] serde_json::Error),
     #[error("{0}")]
     Usage(String),
 }
@@ -49,6 +66,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Map(args) => run_map(&args),
         Command::Cost(args) => run_cost(&args),
         Command::Topology(args) => run_topology(&args),
+        Command::Place(args) => run_place(&args),
+        Command::Plan(args) => run_plan(&args),
+        Command::Simulate(args) => run_simulate(&args),
     }
 }
 
@@ -221,5 +241,80 @@ fn run_topology(args: &TopologyArgs) -> Result<(), CliError> {
         .max()
         .map_or(0, |m| m + 1);
     println!("nodes: {nodes}");
+    Ok(())
+}
+
+fn plan_options(args: &NodeArgs) -> PlanOptions {
+    PlanOptions { step2: args.step2 }
+}
+
+fn run_place(args: &PlaceArgs) -> Result<(), CliError> {
+    let availability = Availability::load(&args.availability, args.nodes.availability_format)?;
+    let graph = load_matrix(&args.matrix)?.symmetric();
+    let node_tree = args.nodes.node_topology.load(args.nodes.leaves)?;
+    let start = Instant::now();
+    let placement = rankmig::planner::place(&availability, &graph, &node_tree)?;
+    let seconds = start.elapsed().as_secs_f64();
+    match args.format {
+        PlaceFormat::Text => {
+            print!("{}", placement.to_text());
+            let hb = rankmig::planner::placement_hop_bytes(&graph, &node_tree, &placement);
+            println!("# hop-bytes: {}", rankmig::matrix::format_volume(hb));
+            println!("# placement time: {:.3} ms", seconds * 1e3);
+        }
+        PlaceFormat::Rankfile => print!("{}", placement_rankfile(&placement)),
+        PlaceFormat::Json => println!("{}", serde_json::to_string_pretty(&placement)?),
+    }
+    Ok(())
+}
+
+fn run_plan(args: &PlanArgs) -> Result<(), CliError> {
+    let availability = Availability::load(&args.availability, args.nodes.availability_format)?;
+    let placement = Placement::load(&args.placement)?;
+    let graph = load_matrix(&args.matrix)?.symmetric();
+    let node_tree = args.nodes.node_topology.load(args.nodes.leaves)?;
+    let start = Instant::now();
+    let plan = rankmig::planner::plan(
+        &availability,
+        &placement,
+        &graph,
+        &node_tree,
+        &plan_options(&args.nodes),
+    )?;
+    let seconds = start.elapsed().as_secs_f64();
+    match args.format {
+        PlanFormat::Text => print!("{}", plan_text(&plan, seconds)),
+        PlanFormat::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
+    }
+    Ok(())
+}
+
+fn run_simulate(args: &SimulateArgs) -> Result<(), CliError> {
+    let mut placement = Placement::load(&args.placement)?;
+    let graph = load_matrix(&args.matrix)?.symmetric();
+    let node_tree = args.nodes.node_topology.load(args.nodes.leaves)?;
+    let options = plan_options(&args.nodes);
+    let mut steps = Vec::with_capacity(args.steps.len());
+    for path in &args.steps {
+        let availability = Availability::load(path, args.nodes.availability_format)?;
+        let start = Instant::now();
+        let plan = rankmig::planner::plan(&availability, &placement, &graph, &node_tree, &options)?;
+        let seconds = start.elapsed().as_secs_f64();
+        placement = plan.placement.clone();
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        steps.push(SimulationStep {
+            availability: name,
+            plan,
+            seconds,
+        });
+    }
+    match args.format {
+        SimulateFormat::Text => print!("{}", simulation_text(&steps)),
+        SimulateFormat::Csv => print!("{}", simulation_csv(&steps)),
+        SimulateFormat::Json => println!("{}", serde_json::to_string_pretty(&steps)?),
+    }
     Ok(())
 }

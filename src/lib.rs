@@ -17,5 +17,6 @@ pub mod availability;
 pub mod checkpoint;
 pub mod matrix;
 pub mod output;
+pub mod planner;
 pub mod topology;
 pub mod treematch;

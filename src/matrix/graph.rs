@@ -94,6 +94,23 @@ impl SymGraph {
             .sum()
     }
 
+    /// The subgraph induced by `vertices`, renumbered `0..vertices.len()` in that order.
+    pub fn subgraph(&self, vertices: &[usize]) -> SymGraph {
+        let mut new_index = vec![u32::MAX; self.order()];
+        for (k, &v) in vertices.iter().enumerate() {
+            new_index[v] = k as u32;
+        }
+        let mut triples = Vec::new();
+        for (k, &v) in vertices.iter().enumerate() {
+            for (u, w) in self.neighbors(v) {
+                if new_index[u] != u32::MAX {
+                    triples.push((k as u32, new_index[u], w));
+                }
+            }
+        }
+        SymGraph::from_sorted_pairs(vertices.len(), triples)
+    }
+
     /// Contracts the graph: vertex v becomes `group[v]` (in `0..groups`); weights
     /// between groups add up and weights inside a group disappear.
     pub fn contract(&self, group: &[u32], groups: usize) -> SymGraph {

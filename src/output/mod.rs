@@ -1,6 +1,7 @@
 //! Output formats of `rankmig map`: one file per format behind the [`MapFormatter`] trait.
 
 mod json;
+pub mod plan;
 mod rankfile;
 mod slurm;
 mod text;

@@ -142,7 +142,7 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
 }
 
 /// Largest tree (in leaves) on which Kernighan–Lin passes run after the swap descent.
-const KL_MAX_LEAVES: usize = 32;
+const KL_MAX_LEAVES: usize = 16;
 
 /// Kernighan–Lin passes on small trees: a chain of best swaps, each rank moved at most
 /// once per pass, even when a swap costs more; the chain is cut back to its best prefix.

@@ -1,0 +1,128 @@
+//! Text, CSV and JSON renderings of plans, placements and simulations.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::matrix::format_volume;
+use crate::planner::{Placement, Plan};
+
+/// `RANK FROM_NODE FROM_CORE -> TO_NODE TO_CORE` per move, then `#` summary lines.
+pub fn plan_text(plan: &Plan, seconds: f64) -> String {
+    let mut out = String::new();
+    for m in &plan.moves {
+        let _ = writeln!(
+            out,
+            "{} {} {} -> {} {}",
+            m.rank, m.from.node, m.from.core, m.to.node, m.to.core
+        );
+    }
+    let _ = writeln!(out, "# moves: {}", plan.moves.len());
+    let _ = writeln!(out, "# minimum moves: {}", plan.minimum_moves);
+    let _ = writeln!(
+        out,
+        "# hop-bytes before: {}",
+        format_volume(plan.hop_bytes_before)
+    );
+    let _ = writeln!(
+        out,
+        "# hop-bytes after: {}",
+        format_volume(plan.hop_bytes_after)
+    );
+    let _ = writeln!(out, "# nodes: {}", node_summary(plan));
+    let _ = writeln!(out, "# planning time: {:.3} ms", seconds * 1e3);
+    out
+}
+
+/// `name:after/maxProcs(cores)` for every node.
+pub fn node_summary(plan: &Plan) -> String {
+    plan.nodes
+        .iter()
+        .map(|(name, l)| format!("{name}:{}/{}({}c)", l.after, l.max_procs, l.cores))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A placement as an Open MPI rankfile.
+pub fn placement_rankfile(placement: &Placement) -> String {
+    let mut out = String::new();
+    for (rank, l) in placement.locations().iter().enumerate() {
+        let _ = writeln!(out, "rank {rank}={} slot={}", l.node, l.core);
+    }
+    out
+}
+
+/// One step of `rankmig simulate`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimulationStep {
+    /// The availability file of the step.
+    pub availability: String,
+    /// The plan of the step.
+    pub plan: Plan,
+    /// Planning time in seconds.
+    pub seconds: f64,
+}
+
+/// Ranks beyond the cores of each node after the step (0 when none).
+fn oversubscription(plan: &Plan) -> usize {
+    plan.nodes
+        .values()
+        .filter(|l| l.cores > 0)
+        .map(|l| l.after.saturating_sub(l.cores))
+        .sum()
+}
+
+/// A human-readable table, one block per step.
+pub fn simulation_text(steps: &[SimulationStep]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<4} {:<28} {:>6} {:>8} {:>10} {:>18} {:>18} {:>10}",
+        "step",
+        "availability",
+        "moves",
+        "minimum",
+        "oversub",
+        "hop-bytes before",
+        "hop-bytes after",
+        "time (ms)"
+    );
+    for (i, s) in steps.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{:<4} {:<28} {:>6} {:>8} {:>10} {:>18} {:>18} {:>10.3}",
+            i,
+            s.availability,
+            s.plan.moves.len(),
+            s.plan.minimum_moves,
+            oversubscription(&s.plan),
+            format_volume(s.plan.hop_bytes_before),
+            format_volume(s.plan.hop_bytes_after),
+            s.seconds * 1e3
+        );
+        let _ = writeln!(out, "     loads: {}", node_summary(&s.plan));
+    }
+    out
+}
+
+/// CSV: one row per step.
+pub fn simulation_csv(steps: &[SimulationStep]) -> String {
+    let mut out = String::from(
+        "step,availability,moves,minimum_moves,oversubscribed_ranks,hop_bytes_before,hop_bytes_after,seconds,loads\n",
+    );
+    for (i, s) in steps.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{i},{},{},{},{},{},{},{:.6},{}",
+            s.availability,
+            s.plan.moves.len(),
+            s.plan.minimum_moves,
+            oversubscription(&s.plan),
+            format_volume(s.plan.hop_bytes_before),
+            format_volume(s.plan.hop_bytes_after),
+            s.seconds,
+            node_summary(&s.plan)
+        );
+    }
+    out
+}

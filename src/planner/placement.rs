@@ -1,0 +1,235 @@
+//! Placement files: one `RANK NODE CORE` line per rank.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// Where one rank runs: a node name and a core (leaf logical index in the node's tree).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Location {
+    /// Node name.
+    pub node: String,
+    /// Core: logical index of the leaf in the node's tree.
+    pub core: usize,
+}
+
+/// Where every rank runs; index = rank.
+///
+/// ```
+/// use rankmig::planner::Placement;
+/// let p = Placement::parse("0 n1 0\n1 n1 1\n2 n2 0\n", "p.txt").unwrap();
+/// assert_eq!(p.len(), 3);
+/// assert_eq!(p.ranks_count_on("n1"), 2);
+/// assert_eq!(p.to_text(), "0 n1 0\n1 n1 1\n2 n2 0\n");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    locations: Vec<Location>,
+}
+
+impl Placement {
+    /// Wraps locations (index = rank).
+    pub fn new(locations: Vec<Location>) -> Self {
+        Self { locations }
+    }
+
+    /// Reads a placement file.
+    pub fn load(path: &Path) -> Result<Self, PlacementError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PlacementError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses `RANK NODE CORE` lines (`#` comments, blank lines). Every rank from 0 to
+    /// N−1 must appear exactly once.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, PlacementError> {
+        let mut slots: Vec<Option<(Location, usize)>> = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let data = raw.split('#').next().unwrap_or("").trim();
+            if data.is_empty() {
+                continue;
+            }
+            let bad = |problem: &str| PlacementError::Line {
+                origin: origin.to_owned(),
+                line,
+                problem: problem.to_owned(),
+                text: data.to_owned(),
+            };
+            let fields: Vec<&str> = data.split_whitespace().collect();
+            let [rank, node, core] = fields[..] else {
+                return Err(bad("expected 'RANK NODE CORE'"));
+            };
+            let rank: usize = rank
+                .parse()
+                .map_err(|_| bad("the rank is not a non-negative integer"))?;
+            let core: usize = core
+                .parse()
+                .map_err(|_| bad("the core is not a non-negative integer"))?;
+            if rank > 1 << 24 {
+                return Err(bad("the rank is implausibly large"));
+            }
+            if slots.len() <= rank {
+                slots.resize(rank + 1, None);
+            }
+            if let Some((_, first)) = &slots[rank] {
+                return Err(PlacementError::Repeated {
+                    origin: origin.to_owned(),
+                    line,
+                    first: *first,
+                    rank,
+                });
+            }
+            let location = Location {
+                node: node.to_owned(),
+                core,
+            };
+            slots[rank] = Some((location, line));
+        }
+        if slots.is_empty() {
+            return Err(PlacementError::Empty {
+                origin: origin.to_owned(),
+            });
+        }
+        let mut locations = Vec::with_capacity(slots.len());
+        for (rank, slot) in slots.into_iter().enumerate() {
+            match slot {
+                Some((location, _)) => locations.push(location),
+                None => {
+                    return Err(PlacementError::Missing {
+                        origin: origin.to_owned(),
+                        rank,
+                    });
+                }
+            }
+        }
+        Ok(Self { locations })
+    }
+
+    /// Number of ranks.
+    pub fn len(&self) -> usize {
+        self.locations.len()
+    }
+
+    /// True when there is no rank.
+    pub fn is_empty(&self) -> bool {
+        self.locations.is_empty()
+    }
+
+    /// Location of `rank`.
+    pub fn location(&self, rank: usize) -> &Location {
+        &self.locations[rank]
+    }
+
+    /// All locations, index = rank.
+    pub fn locations(&self) -> &[Location] {
+        &self.locations
+    }
+
+    /// Ranks on `node`.
+    pub fn ranks_count_on(&self, node: &str) -> usize {
+        self.locations.iter().filter(|l| l.node == node).count()
+    }
+
+    /// Ranks on `node`, ascending.
+    pub fn ranks_on(&self, node: &str) -> Vec<usize> {
+        (0..self.len())
+            .filter(|&r| self.locations[r].node == node)
+            .collect()
+    }
+
+    /// Node names in order of first appearance.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for l in &self.locations {
+            if !names.contains(&l.node) {
+                names.push(l.node.clone());
+            }
+        }
+        names
+    }
+
+    /// The placement as `RANK NODE CORE` lines.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for (rank, l) in self.locations.iter().enumerate() {
+            let _ = writeln!(out, "{rank} {} {}", l.node, l.core);
+        }
+        out
+    }
+}
+
+/// Why a placement was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PlacementError {
+    /// The file could not be read.
+    #[error("{}: cannot read placement file: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A line does not parse.
+    #[error("{origin}:{line}: {problem}: '{text}'")]
+    Line {
+        /// The input.
+        origin: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        problem: String,
+        /// The line.
+        text: String,
+    },
+    /// A rank appears twice.
+    #[error("{origin}:{line}: rank {rank} is already placed on line {first}")]
+    Repeated {
+        /// The input.
+        origin: String,
+        /// Line of the repetition.
+        line: usize,
+        /// Line of the first.
+        first: usize,
+        /// The rank.
+        rank: usize,
+    },
+    /// A rank below the largest one has no line.
+    #[error("{origin}: rank {rank} has no line (ranks must be 0..N-1)")]
+    Missing {
+        /// The input.
+        origin: String,
+        /// The rank.
+        rank: usize,
+    },
+    /// No line at all.
+    #[error("{origin}: the placement is empty")]
+    Empty {
+        /// The input.
+        origin: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_and_repeated_ranks_are_named() {
+        let e = Placement::parse("0 a 0\n2 a 1\n", "p")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "p: rank 1 has no line (ranks must be 0..N-1)");
+        let e = Placement::parse("0 a 0\n0 a 1\n", "p")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "p:2: rank 0 is already placed on line 1");
+        let e = Placement::parse("0 a\n", "p").unwrap_err().to_string();
+        assert_eq!(e, "p:1: expected 'RANK NODE CORE': '0 a'");
+        let e = Placement::parse("x a 0\n", "p").unwrap_err().to_string();
+        assert!(e.contains("the rank is not"), "{e}");
+    }
+}

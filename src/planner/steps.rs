@@ -1,0 +1,293 @@
+//! The two steps: who leaves, where they land.
+
+use std::collections::BTreeMap;
+
+use crate::availability::Availability;
+use crate::matrix::SymGraph;
+use crate::topology::{Leaf, Shape, Tree};
+use crate::treematch::{MapOptions, map};
+
+use super::cost::location_hops;
+use super::{Location, NodeLoad, Placement, PlanError, Step2};
+
+/// One node as the planner sees it.
+#[derive(Debug, Clone)]
+struct NodeState {
+    name: String,
+    /// Cores offered (0 = unavailable).
+    cores: usize,
+    /// Offered cores (leaf indexes of the node tree); `None` = the first `cores`.
+    cpus: Option<Vec<usize>>,
+    /// ⌈cores·N/T⌉.
+    max_procs: usize,
+    /// Ranks on the node now.
+    load: usize,
+}
+
+/// Loads and capacities of every node (available ones in file order, then nodes that
+/// only appear in the placement).
+#[derive(Debug, Clone)]
+pub struct Targets {
+    nodes: Vec<NodeState>,
+}
+
+impl Targets {
+    /// Computes maxProcs(i) = ⌈nCores(i)·N/T⌉ and load(i) for every node.
+    pub fn new(availability: &Availability, placement: &Placement, ranks: usize) -> Self {
+        let total = availability.total_cores().max(1);
+        let mut nodes: Vec<NodeState> = availability
+            .nodes()
+            .iter()
+            .map(|o| NodeState {
+                name: o.name.clone(),
+                cores: o.cores,
+                cpus: o.cpus.clone(),
+                max_procs: (o.cores * ranks).div_ceil(total),
+                load: placement.ranks_count_on(&o.name),
+            })
+            .collect();
+        for name in placement.node_names() {
+            if availability.node(&name).is_none() {
+                nodes.push(NodeState {
+                    load: placement.ranks_count_on(&name),
+                    name,
+                    cores: 0,
+                    cpus: None,
+                    max_procs: 0,
+                });
+            }
+        }
+        Self { nodes }
+    }
+
+    /// Σ max(0, load − maxProcs).
+    pub fn minimum_moves(&self) -> usize {
+        self.nodes
+            .iter()
+            .map(|n| n.load.saturating_sub(n.max_procs))
+            .sum()
+    }
+
+    /// Per-node figures with the loads of `after`.
+    pub(super) fn node_loads(&self, after: &Placement) -> BTreeMap<String, NodeLoad> {
+        self.nodes
+            .iter()
+            .map(|n| {
+                let load = NodeLoad {
+                    cores: n.cores,
+                    max_procs: n.max_procs,
+                    before: n.load,
+                    after: after.ranks_count_on(&n.name),
+                };
+                (n.name.clone(), load)
+            })
+            .collect()
+    }
+}
+
+/// Step 1: the ranks that must leave their node, ascending. On a node with load >
+/// maxProcs > 0, TreeMatch maps the node's ranks onto two virtual nodes of maxProcs
+/// and load − maxProcs leaves; those on the second leave.
+pub fn select_leavers(
+    targets: &Targets,
+    placement: &Placement,
+    graph: &SymGraph,
+) -> Result<Vec<usize>, PlanError> {
+    let mut leavers = Vec::new();
+    for node in &targets.nodes {
+        if node.load <= node.max_procs {
+            continue;
+        }
+        let ranks = placement.ranks_on(&node.name);
+        if node.max_procs == 0 {
+            leavers.extend(ranks);
+            continue;
+        }
+        let stay = node.max_procs;
+        let tree = Tree::from_shape(&Shape::inner(
+            "Split",
+            vec![flat_group(stay), flat_group(ranks.len() - stay)],
+        ))?;
+        let mapping = map(&graph.subgraph(&ranks), &tree, &MapOptions::default())?;
+        leavers.extend(
+            ranks
+                .iter()
+                .zip(mapping.leaves())
+                .filter(|&(_, &leaf)| leaf >= stay)
+                .map(|(&rank, _)| rank),
+        );
+    }
+    leavers.sort_unstable();
+    Ok(leavers)
+}
+
+fn flat_group(size: usize) -> Shape {
+    let leaf = Leaf {
+        node: 0,
+        logical_index: 0,
+        os_index: None,
+    };
+    Shape::inner(
+        "Virtual",
+        (0..size)
+            .map(|_| Shape::leaf("Slot", leaf.clone()))
+            .collect(),
+    )
+}
+
+/// The free slots of one target node, in the order they are offered.
+struct TargetSlots {
+    node: String,
+    /// Slot leaf indexes in the node tree with `factor` slots per core.
+    slots: Vec<usize>,
+    factor: usize,
+}
+
+/// Step 2: where each leaver (in the order given) lands. TreeMatch maps the leavers'
+/// sub-matrix onto a tree made of the target nodes' free cores (their real subtrees),
+/// with extra slots on cores where a node must be oversubscribed.
+pub fn place_leavers(
+    targets: &Targets,
+    placement: &Placement,
+    leavers: &[usize],
+    graph: &SymGraph,
+    node_tree: &Tree,
+    variant: Step2,
+) -> Result<Vec<Location>, PlanError> {
+    if leavers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut parts = Vec::new();
+    let mut slot_locations: Vec<Location> = Vec::new();
+    for node in &targets.nodes {
+        let Some(free) = free_slots(node, placement, node_tree) else {
+            continue;
+        };
+        let (part, _) = node_tree.with_slots(free.factor)?.restrict(&free.slots)?;
+        parts.push(part);
+        slot_locations.extend(free.slots.iter().map(|&s| Location {
+            node: free.node.clone(),
+            core: s / free.factor,
+        }));
+    }
+    let tree = Tree::compose("Cluster", &parts)?;
+    let sub = graph.subgraph(leavers);
+    let mapping = map(&sub, &tree, &MapOptions::default())?;
+    let mut landing: Vec<usize> = mapping.leaves().to_vec();
+    if variant == Step2::Residents {
+        refine_with_residents(
+            graph,
+            node_tree,
+            placement,
+            leavers,
+            &slot_locations,
+            &mut landing,
+        );
+    }
+    Ok(landing
+        .into_iter()
+        .map(|slot| slot_locations[slot].clone())
+        .collect())
+}
+
+/// The maxProcs − load free slots of a target node (`None` when it is no target).
+fn free_slots(node: &NodeState, placement: &Placement, node_tree: &Tree) -> Option<TargetSlots> {
+    if node.max_procs <= node.load {
+        return None;
+    }
+    let need = node.max_procs - node.load;
+    let offered: Vec<usize> = match &node.cpus {
+        Some(cpus) => cpus.clone(),
+        None => (0..node.cores.min(node_tree.leaf_count())).collect(),
+    };
+    if offered.is_empty() {
+        return None;
+    }
+    let mut residents = vec![0usize; node_tree.leaf_count()];
+    for l in placement.locations().iter().filter(|l| l.node == node.name) {
+        residents[l.core] += 1;
+    }
+    // Round r offers each core once more; a core with k residents is free from round k.
+    let mut chosen: Vec<(usize, usize)> = Vec::with_capacity(need);
+    let mut round = 0;
+    while chosen.len() < need {
+        for &core in &offered {
+            if residents[core] <= round && chosen.len() < need {
+                chosen.push((core, round));
+            }
+        }
+        round += 1;
+    }
+    let factor = round.max(1);
+    let mut slots: Vec<usize> = chosen.iter().map(|&(c, r)| c * factor + r).collect();
+    slots.sort_unstable();
+    Some(TargetSlots {
+        node: node.name.clone(),
+        slots,
+        factor,
+    })
+}
+
+/// Beyond the paper: swap leavers between the free slots (or move one to an empty
+/// slot) while the hop-bytes of the whole job, residents included, decrease.
+fn refine_with_residents(
+    graph: &SymGraph,
+    node_tree: &Tree,
+    placement: &Placement,
+    leavers: &[usize],
+    slots: &[Location],
+    landing: &mut [usize],
+) {
+    const PASSES: usize = 8;
+    let mut where_is: Vec<Location> = placement.locations().to_vec();
+    let mut occupant: Vec<Option<usize>> = vec![None; slots.len()];
+    for (k, &slot) in landing.iter().enumerate() {
+        occupant[slot] = Some(k);
+        where_is[leavers[k]] = slots[slot].clone();
+    }
+    let cost_at = |rank: usize, at: &Location, skip: usize, where_is: &[Location]| -> f64 {
+        graph
+            .neighbors(rank)
+            .filter(|&(x, _)| x != skip)
+            .map(|(x, w)| w * location_hops(node_tree, at, &where_is[x]) as f64)
+            .sum()
+    };
+    for _ in 0..PASSES {
+        let mut improved = false;
+        for k in 0..leavers.len() {
+            let u = leavers[k];
+            let a = landing[k];
+            let mut best: Option<(f64, usize)> = None;
+            for b in 0..slots.len() {
+                if b == a || slots[b] == slots[a] {
+                    continue;
+                }
+                let v = occupant[b].map(|j| leavers[j]);
+                let skip = v.unwrap_or(usize::MAX);
+                let mut delta =
+                    cost_at(u, &slots[b], skip, &where_is) - cost_at(u, &slots[a], skip, &where_is);
+                if let Some(v) = v {
+                    delta +=
+                        cost_at(v, &slots[a], u, &where_is) - cost_at(v, &slots[b], u, &where_is);
+                }
+                if delta < -1e-9 && best.is_none_or(|(d, _)| delta < d) {
+                    best = Some((delta, b));
+                }
+            }
+            if let Some((_, b)) = best {
+                if let Some(j) = occupant[b] {
+                    landing[j] = a;
+                    where_is[leavers[j]] = slots[a].clone();
+                }
+                occupant[a] = occupant[b];
+                occupant[b] = Some(k);
+                landing[k] = b;
+                where_is[u] = slots[b].clone();
+                improved = true;
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+}
