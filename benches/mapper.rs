@@ -8,7 +8,9 @@
 //!
 //! Before Criterion runs, a quality report is printed (hop-bytes of TreeMatch against the
 //! packed, round-robin and random placements, mapping time median of 3 runs) plus one
-//! 65536-rank run of `stencil_2d` with the process's peak RSS. The report runs on a plain
+//! 65536-rank run of `stencil_2d` with the process's peak RSS. Where a good placement is
+//! known it is shown too (`ref/tm`): tiles by recursive bisection for the stencils, the
+//! planted clusters for `clustered_permuted`. The report runs on a plain
 //! `cargo bench --bench mapper`; it is skipped in Criterion's `--test`/`--list` modes and
 //! when a benchmark filter is given. `RANKMIG_BENCH_QUALITY=1` forces it,
 //! `RANKMIG_BENCH_QUALITY=0` turns it off.
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, measurement::WallTime};
 use rankmig::matrix::{CommMatrix, MatrixFormat, SymGraph};
 use rankmig::topology::Tree;
-use rankmig::treematch::patterns::{Pattern, stencil_2d};
+use rankmig::treematch::patterns::{Pattern, clustered_permutation, dims_2d, dims_3d, stencil_2d};
 use rankmig::treematch::{MapOptions, baselines, map, metrics};
 
 /// Seed of the random patterns and of the random baseline.
@@ -86,6 +88,63 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Grid coordinates of `rank` in a row-major grid `dims` (1 to 3 dimensions).
+fn grid_coords(rank: usize, dims: &[usize]) -> [usize; 3] {
+    let mut c = [0; 3];
+    let mut rest = rank;
+    for (k, &d) in dims.iter().enumerate().rev() {
+        c[k] = rest % d;
+        rest /= d;
+    }
+    c
+}
+
+/// Recursive coordinate bisection: halves along the longest extent down to a package
+/// (8 ranks), leaves numbered in order: a tiled placement of a stencil grid.
+fn bisect(ranks: &mut [usize], dims: &[usize], first_leaf: usize, out: &mut [usize]) {
+    if ranks.len() <= 8 {
+        for (k, &r) in ranks.iter().enumerate() {
+            out[r] = first_leaf + k;
+        }
+        return;
+    }
+    let extent = |k: usize| {
+        let values = ranks.iter().map(|&r| grid_coords(r, dims)[k]);
+        values.clone().max().unwrap_or(0) - values.min().unwrap_or(0)
+    };
+    let axis = (0..dims.len())
+        .max_by_key(|&k| (extent(k), usize::MAX - k))
+        .unwrap_or(0);
+    ranks.sort_by_key(|&r| (grid_coords(r, dims)[axis], r));
+    let half = ranks.len() / 2;
+    let (low, high) = ranks.split_at_mut(half);
+    bisect(low, dims, first_leaf, out);
+    bisect(high, dims, first_leaf + half, out);
+}
+
+/// A known good placement, where there is one: tiles for the stencils (recursive
+/// bisection), the planted clusters for `clustered_permuted`.
+fn reference(pattern: Pattern, n: usize) -> Option<Vec<usize>> {
+    let tiled = |dims: &[usize]| {
+        let mut ranks: Vec<usize> = (0..n).collect();
+        let mut out = vec![0; n];
+        bisect(&mut ranks, dims, 0, &mut out);
+        out
+    };
+    match pattern {
+        Pattern::Stencil2d => Some(tiled(&dims_2d(n))),
+        Pattern::Stencil3d => Some(tiled(&dims_3d(n))),
+        Pattern::ClusteredPermuted => {
+            let mut out = vec![0; n];
+            for (position, rank) in clustered_permutation(n, SEED).into_iter().enumerate() {
+                out[rank] = position;
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
 /// One row of the quality table.
 struct Row {
     name: String,
@@ -95,10 +154,11 @@ struct Row {
     packed: f64,
     round_robin: f64,
     random: f64,
+    reference: Option<f64>,
 }
 
 impl Row {
-    fn measure(name: &str, graph: &SymGraph, tree: &Tree) -> Row {
+    fn measure(name: &str, graph: &SymGraph, tree: &Tree, reference: Option<&[usize]>) -> Row {
         let n = graph.order();
         let mut times = Vec::with_capacity(3);
         let mut leaves = Vec::new();
@@ -117,6 +177,7 @@ impl Row {
             packed: cost(&baselines::packed(tree, n, None, 1)),
             round_robin: cost(&baselines::round_robin(tree, n, None, 1)),
             random: cost(&baselines::random(tree, n, None, 1, SEED)),
+            reference: reference.map(cost),
         }
     }
 
@@ -131,7 +192,7 @@ impl Row {
 
     fn print(&self) {
         println!(
-            "{:<24} {:>6} {:>10.2} {:>14.4e} {:>14.4e} {:>14.4e} {:>14.4e} {:>8.3} {:>8.3} {:>8.3}",
+            "{:<24} {:>6} {:>10.2} {:>14.4e} {:>14.4e} {:>14.4e} {:>14.4e} {:>8.3} {:>8.3} {:>8.3} {:>8}",
             self.name,
             self.n,
             self.millis,
@@ -142,6 +203,8 @@ impl Row {
             self.ratio(self.packed),
             self.ratio(self.round_robin),
             self.ratio(self.random),
+            self.reference
+                .map_or("-".into(), |r| format!("{:.3}", self.ratio(r))),
         );
     }
 }
@@ -189,7 +252,7 @@ fn quality_report() {
     println!("== rankmig mapper quality (2x8-core nodes, seed {SEED}) ==");
     huge_run();
     println!(
-        "{:<24} {:>6} {:>10} {:>14} {:>14} {:>14} {:>14} {:>8} {:>8} {:>8}",
+        "{:<24} {:>6} {:>10} {:>14} {:>14} {:>14} {:>14} {:>8} {:>8} {:>8} {:>8}",
         "pattern",
         "n",
         "map ms",
@@ -199,20 +262,22 @@ fn quality_report() {
         "hb random",
         "pk/tm",
         "rr/tm",
-        "rnd/tm"
+        "rnd/tm",
+        "ref/tm"
     );
     let mut rows = Vec::new();
     for n in SIZES.into_iter().filter(|&n| n <= QUALITY_MAX) {
         let tree = cluster_for(n);
         for pattern in patterns_at(n) {
             let graph = pattern.generate(n, SEED).symmetric();
-            let row = Row::measure(pattern.name(), &graph, &tree);
+            let known = reference(pattern, n);
+            let row = Row::measure(pattern.name(), &graph, &tree, known.as_deref());
             row.print();
             rows.push(row);
         }
     }
     for (name, m) in real_matrices() {
-        let row = Row::measure(&name, &m.symmetric(), &cluster_for(m.order()));
+        let row = Row::measure(&name, &m.symmetric(), &cluster_for(m.order()), None);
         row.print();
         rows.push(row);
     }
@@ -230,6 +295,15 @@ fn quality_report() {
         geometric_mean(rows.iter().map(|r| r.ratio(r.random))),
     );
     println!("rows where treematch is worse than packed or round-robin: {worse:?}");
+    let behind: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            let known = r.reference?;
+            (r.treematch > known * (1.0 + 1e-12))
+                .then(|| format!("{}/{} ({:.3})", r.name, r.n, r.treematch / known))
+        })
+        .collect();
+    println!("rows where treematch costs more than the reference placement (tm/ref): {behind:?}");
     println!("== end of quality report ==");
 }
 
