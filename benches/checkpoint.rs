@@ -1,1 +1,270 @@
-fn main() {}
+//! Checkpoint speed against plain file I/O on the same file system, in the same run.
+//!
+//! * write: a 256 MiB state saved and committed (serialise, checksum, atomic write,
+//!   fsync, rename, directory fsync, commit marker, retention) against
+//!   `File::write_all` + `fsync` of 256 MiB;
+//! * what the application waits for at a save (serialisation into memory only);
+//! * read: restore (read, checksum, deserialise) against `fs::read` of the same
+//!   size (both from a warm page cache);
+//! * the `checkpoint!` call that does not save.
+//!
+//! Ends with a summary of medians and ratios to the baselines. Files go to a
+//! temporary directory under `target/` (override with `RANKMIG_BENCH_DIR`).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::hint::black_box;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkGroup, Criterion, SamplingMode, measurement::WallTime};
+use rankmig::checkpoint::{CheckpointConfig, CheckpointContext, LocalCollective};
+use serde::{Deserialize, Serialize};
+
+const STATE_BYTES: usize = 256 << 20;
+
+#[derive(Serialize, Deserialize)]
+struct State {
+    iter: u64,
+    data: Vec<f64>,
+}
+
+fn big_state() -> State {
+    State {
+        iter: 1,
+        data: (0..STATE_BYTES / 8).map(|i| i as f64 * 0.5).collect(),
+    }
+}
+
+/// Seconds per operation recorded by each benchmark, for the summary.
+static SAMPLES: Mutex<BTreeMap<&'static str, Vec<f64>>> = Mutex::new(BTreeMap::new());
+
+fn record(name: &'static str, per_op: Duration) {
+    record_secs(name, per_op.as_secs_f64());
+}
+
+fn record_secs(name: &'static str, secs: f64) {
+    let mut s = SAMPLES.lock().unwrap_or_else(|e| e.into_inner());
+    s.entry(name).or_default().push(secs);
+}
+
+fn median(name: &str) -> Option<f64> {
+    let s = SAMPLES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut v = s.get(name)?.clone();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// Times `iters` runs of `op`, each after an untimed `prepare`, and records them.
+fn timed(
+    name: &'static str,
+    iters: u64,
+    mut prepare: impl FnMut(),
+    mut op: impl FnMut(),
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        prepare();
+        let t = Instant::now();
+        op();
+        let d = t.elapsed();
+        record(name, d);
+        total += d;
+    }
+    total
+}
+
+fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var_os("RANKMIG_BENCH_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"),
+        PathBuf::from,
+    );
+    std::fs::create_dir_all(&base).expect("bench base directory");
+    tempfile::tempdir_in(base).expect("bench directory")
+}
+
+fn big_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(5))
+        .throughput(criterion::Throughput::Bytes(STATE_BYTES as u64));
+    g
+}
+
+fn plain_write(path: &Path, bytes: &[u8]) {
+    let mut f = File::create(path).expect("create");
+    f.write_all(bytes).expect("write");
+    f.sync_all().expect("fsync");
+}
+
+fn bench_write(c: &mut Criterion, state: &State) {
+    let tmp = bench_dir();
+    let bytes = vec![0x5au8; STATE_BYTES];
+    let plain = tmp.path().join("plain.bin");
+    let cfg = CheckpointConfig::new(tmp.path().join("ckpt"))
+        .job("bench")
+        .every(u64::MAX)
+        .keep(1);
+    let mut ctx = CheckpointContext::new(cfg, LocalCollective).expect("context");
+    let mut g = big_group(c, "write_256MiB");
+    g.bench_function("baseline_write_all_fsync", |b| {
+        b.iter_custom(|n| {
+            let prepare = || drop(std::fs::remove_file(&plain));
+            timed("write baseline", n, prepare, || plain_write(&plain, &bytes))
+        })
+    });
+    let _ = std::fs::remove_file(&plain);
+    g.bench_function("checkpoint_save_and_commit", |b| {
+        b.iter_custom(|n| {
+            timed(
+                "write checkpoint",
+                n,
+                || {},
+                || {
+                    ctx.save_now(state).expect("save");
+                    ctx.finalize().expect("commit");
+                },
+            )
+        })
+    });
+    g.bench_function("application_wait_at_save", |b| {
+        b.iter_custom(|n| {
+            let mut total = Duration::ZERO;
+            for _ in 0..n {
+                let t = Instant::now();
+                ctx.save_now(state).expect("save");
+                let d = t.elapsed();
+                record("save wait", d);
+                total += d;
+                ctx.finalize().expect("commit");
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+fn bench_read(c: &mut Criterion, state: &State) {
+    let tmp = bench_dir();
+    let dir = tmp.path().join("ckpt");
+    let cfg = CheckpointConfig::new(&dir)
+        .job("bench")
+        .every(u64::MAX)
+        .keep(1);
+    let mut ctx = CheckpointContext::new(cfg.clone(), LocalCollective).expect("context");
+    ctx.save_now(state).expect("save");
+    ctx.finalize().expect("commit");
+    let epoch = ctx.last_committed().expect("committed");
+    let file = dir
+        .join(rankmig::checkpoint::epoch::epoch_dir_name(epoch))
+        .join(rankmig::checkpoint::epoch::rank_file_name(0));
+    let mut restarting =
+        CheckpointContext::new(cfg.restart(true), LocalCollective).expect("context");
+    let mut g = big_group(c, "read_256MiB");
+    g.bench_function("baseline_fs_read", |b| {
+        b.iter_custom(|n| {
+            timed(
+                "read baseline",
+                n,
+                || {},
+                || {
+                    black_box(std::fs::read(&file).expect("read"));
+                },
+            )
+        })
+    });
+    g.bench_function("checkpoint_restore", |b| {
+        b.iter_custom(|n| {
+            timed(
+                "read restore",
+                n,
+                || {},
+                || {
+                    let s: State = restarting.restore().expect("restore");
+                    black_box(s);
+                },
+            )
+        })
+    });
+    g.finish();
+}
+
+fn bench_tick(c: &mut Criterion) {
+    let tmp = bench_dir();
+    let state = State {
+        iter: 0,
+        data: vec![0.0; 1024],
+    };
+    let mut g = c.benchmark_group("checkpoint_call_without_save");
+    let every = CheckpointConfig::new(tmp.path())
+        .job("bench")
+        .every(u64::MAX);
+    let mut ctx = CheckpointContext::new(every, LocalCollective).expect("context");
+    g.bench_function("every_n_calls", |b| {
+        b.iter_custom(|n| {
+            let t = Instant::now();
+            for _ in 0..n {
+                ctx.checkpoint(black_box(&state)).expect("no save");
+            }
+            let d = t.elapsed();
+            record_secs("call (every N)", d.as_secs_f64() / n as f64);
+            d
+        })
+    });
+    let timed_cfg = CheckpointConfig::new(tmp.path())
+        .job("bench")
+        .every_duration(Duration::from_secs(3600));
+    let mut ctx = CheckpointContext::new(timed_cfg, LocalCollective).expect("context");
+    g.bench_function("time_interval", |b| {
+        b.iter_custom(|n| {
+            let t = Instant::now();
+            for _ in 0..n {
+                ctx.checkpoint(black_box(&state)).expect("no save");
+            }
+            let d = t.elapsed();
+            record_secs("call (time interval)", d.as_secs_f64() / n as f64);
+            d
+        })
+    });
+    g.finish();
+}
+
+fn summary() {
+    let mb = STATE_BYTES as f64 / f64::from(1u32 << 20);
+    let line = |name: &str, base: Option<&str>| {
+        let Some(m) = median(name) else { return };
+        let ratio = base.and_then(median).map_or(String::new(), |b| {
+            format!("  {:>5.1}% of baseline throughput", 100.0 * b / m)
+        });
+        println!(
+            "  {name:<24} median {:>10.3} ms  {:>8.0} MiB/s{ratio}",
+            m * 1e3,
+            mb / m
+        );
+    };
+    println!("\ncheckpoint summary (256 MiB state, medians of this run):");
+    line("write baseline", None);
+    line("write checkpoint", Some("write baseline"));
+    line("save wait", None);
+    line("read baseline", None);
+    line("read restore", Some("read baseline"));
+    for name in ["call (every N)", "call (time interval)"] {
+        if let Some(m) = median(name) {
+            println!("  {name:<24} median {:>10.2} ns per call", m * 1e9);
+        }
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    bench_tick(&mut c);
+    let state = big_state();
+    bench_write(&mut c, &state);
+    bench_read(&mut c, &state);
+    c.final_summary();
+    summary();
+}

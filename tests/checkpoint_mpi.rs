@@ -325,8 +325,8 @@ fn kill_and_restart(args: &[&str], every: &str, ready: impl Fn(&Path) -> bool) {
     let dir = tempfile::tempdir().expect("tempdir");
     let env = [dir_env(dir.path()), ("RANKMIG_CKPT_EVERY", every.into())];
     let mut child = mpirun(4, args, &env)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .expect("mpirun starts");
     let start = Instant::now();
@@ -341,6 +341,9 @@ fn kill_and_restart(args: &[&str], every: &str, ready: impl Fn(&Path) -> bool) {
             break;
         }
         std::thread::sleep(Duration::from_micros(500));
+    }
+    if !killed {
+        kill_job(&mut child);
     }
     assert!(killed, "the run ended before it could be killed");
     let mut env = restart_env(dir.path());

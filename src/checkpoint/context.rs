@@ -190,7 +190,7 @@ impl<C: Collective> CheckpointContext<C> {
             epoch::list_epochs(&self.config.dir).and_then(|list| {
                 list.iter()
                     .filter(|e| e.epoch > restored)
-                    .try_for_each(epoch::remove_epoch)
+                    .try_for_each(|e| epoch::retire_epoch(&self.config.dir, e))
             })
         } else {
             Ok(())
@@ -306,11 +306,13 @@ impl<C: Collective> CheckpointContext<C> {
             });
         }
         let header = self.header(epoch);
+        let spare = Some(epoch::spare_path(&self.config.dir, self.coll.rank()));
         self.writer.submit(WriteJob {
             dir,
             name,
             header,
             buf,
+            spare,
         })?;
         self.pending = Some(epoch);
         self.next_epoch += 1;

@@ -195,16 +195,62 @@ pub fn max_epoch(dir: &Path) -> Result<u64, CheckpointError> {
     Ok(list_epochs(dir)?.first().map_or(0, |e| e.epoch))
 }
 
+/// Directory (inside the checkpoint directory) holding retired rank files kept for
+/// reuse, at most one per rank.
+pub const SPARE_DIR: &str = ".spare";
+
+/// Path where a retired file of rank `rank` waits to be reused.
+pub fn spare_path(dir: &Path, rank: u32) -> PathBuf {
+    dir.join(SPARE_DIR).join(rank_file_name(rank))
+}
+
 /// Removes an epoch directory: the commit marker first, so a removal cut short
 /// leaves an uncommitted epoch, never a committed one with missing files.
 pub fn remove_epoch(entry: &EpochEntry) -> Result<(), CheckpointError> {
+    remove_marker(entry)?;
+    fs::remove_dir_all(&entry.path).map_err(|e| CheckpointError::io("remove", &entry.path, e))
+}
+
+fn remove_marker(entry: &EpochEntry) -> Result<(), CheckpointError> {
     let marker = entry.path.join(COMMIT_MARKER);
     match fs::remove_file(&marker) {
-        Ok(()) => storage::sync_dir(&entry.path)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(CheckpointError::io("remove", marker, e)),
+        Ok(()) => storage::sync_dir(&entry.path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(CheckpointError::io("remove", marker, e)),
     }
-    fs::remove_dir_all(&entry.path).map_err(|e| CheckpointError::io("remove", &entry.path, e))
+}
+
+/// Retires an epoch of the checkpoint directory `dir`: removes its commit marker
+/// first, moves its rank files to [`SPARE_DIR`] for reuse by the next saves (a
+/// rename, much cheaper than unlinking a large file), then removes the directory.
+pub fn retire_epoch(dir: &Path, entry: &EpochEntry) -> Result<(), CheckpointError> {
+    remove_marker(entry)?;
+    let spare_dir = dir.join(SPARE_DIR);
+    storage::create_private_dir(&spare_dir)?;
+    let rd = fs::read_dir(&entry.path).map_err(|e| CheckpointError::io("list", &entry.path, e))?;
+    for item in rd {
+        let item = item.map_err(|e| CheckpointError::io("list", &entry.path, e))?;
+        let rank = item.file_name().to_str().and_then(parse_rank_file_name);
+        let moved = rank.is_some_and(|r| fs::rename(item.path(), spare_path(dir, r)).is_ok());
+        if !moved {
+            remove_any(&item.path())?;
+        }
+    }
+    fs::remove_dir(&entry.path).map_err(|e| CheckpointError::io("remove", &entry.path, e))
+}
+
+fn remove_any(path: &Path) -> Result<(), CheckpointError> {
+    let r = if path.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    };
+    match r {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(CheckpointError::io("remove", path, e))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Applies retention after epoch `committed` was committed: keeps the `keep` newest
@@ -228,7 +274,7 @@ pub fn apply_retention(
             continue;
         }
         if entry.epoch < committed {
-            remove_epoch(&entry)?;
+            retire_epoch(dir, &entry)?;
             removed.push(entry.epoch);
         }
     }
@@ -245,6 +291,7 @@ mod tests {
     fn make_epoch(dir: &Path, epoch: u64, committed: bool) -> EpochEntry {
         let path = dir.join(epoch_dir_name(epoch));
         storage::create_private_dir(&path).unwrap();
+        storage::write_atomic(&path, &rank_file_name(0), b"data").unwrap();
         if committed {
             marker(epoch).write(&path).unwrap();
         }

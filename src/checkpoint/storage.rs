@@ -299,17 +299,35 @@ pub fn create_private_dir(dir: &Path) -> Result<(), CheckpointError> {
 /// renamed over the target, then the directory is fsynced. A reader sees either the
 /// old file, no file, or the complete new one.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, CheckpointError> {
+    write_atomic_recycling(dir, name, bytes, None)
+}
+
+/// Like [`write_atomic`], but first tries to take over the file `spare` (a retired
+/// checkpoint file of the same rank) as the temporary file and overwrite it in
+/// place: rewriting allocated blocks is much cheaper than allocating new ones and
+/// unlinking the old ones. Without a spare it creates a new file.
+pub fn write_atomic_recycling(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    spare: Option<&Path>,
+) -> Result<PathBuf, CheckpointError> {
     let target = dir.join(name);
     let tmp = dir.join(format!(".{name}.tmp"));
+    let recycled = spare.is_some_and(|s| fs::rename(s, &tmp).is_ok());
     let mut f = OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
+        .truncate(!recycled)
         .mode(0o600)
         .open(&tmp)
         .map_err(|e| CheckpointError::io("create", &tmp, e))?;
     f.write_all(bytes)
         .map_err(|e| CheckpointError::io("write", &tmp, e))?;
+    if recycled {
+        f.set_len(bytes.len() as u64)
+            .map_err(|e| CheckpointError::io("truncate", &tmp, e))?;
+    }
     f.sync_all()
         .map_err(|e| CheckpointError::io("fsync", &tmp, e))?;
     drop(f);
@@ -449,6 +467,20 @@ mod tests {
         let p = write_atomic(dir.path(), "f", &bytes).unwrap();
         let e = read_verified(&p).unwrap_err();
         assert!(e.to_string().contains("checksum"), "{e}");
+    }
+
+    #[test]
+    fn recycled_spare_is_overwritten_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let spare = write_atomic(dir.path(), "old", &[7u8; 4096]).unwrap();
+        let h = header();
+        let bytes = file_bytes(&h, b"hello");
+        let p = write_atomic_recycling(dir.path(), "new", &bytes, Some(&spare)).unwrap();
+        assert!(!spare.exists());
+        assert_eq!(fs::read(&p).unwrap(), bytes);
+        let missing = dir.path().join("gone");
+        let p = write_atomic_recycling(dir.path(), "new2", &bytes, Some(&missing)).unwrap();
+        assert_eq!(read_verified(&p).unwrap().0, h);
     }
 
     #[test]

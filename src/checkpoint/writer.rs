@@ -23,6 +23,8 @@ pub struct WriteJob {
     pub header: FileHeader,
     /// [`HEADER_LEN`] reserved bytes followed by the payload.
     pub buf: Vec<u8>,
+    /// A retired file of this rank to overwrite instead of creating a new one.
+    pub spare: Option<PathBuf>,
 }
 
 /// The result of a write, with the buffer given back for reuse.
@@ -175,7 +177,8 @@ fn write_job(job: &mut WriteJob) -> Result<(), CheckpointError> {
     job.header.encode(&mut head);
     job.buf[..HEADER_LEN].copy_from_slice(&head);
     storage::create_private_dir(&job.dir)?;
-    let path = storage::write_atomic(&job.dir, &job.name, &job.buf)?;
+    let spare = job.spare.as_deref();
+    let path = storage::write_atomic_recycling(&job.dir, &job.name, &job.buf, spare)?;
     storage::verify_written(&path, &job.header)
 }
 
@@ -201,6 +204,7 @@ mod tests {
                 job: "t".into(),
             },
             buf,
+            spare: None,
         }
     }
 
