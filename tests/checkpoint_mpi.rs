@@ -380,3 +380,32 @@ fn sigkill_during_checkpoint_write_then_restart_is_bit_exact() {
     let _g = mpi_lock();
     kill_and_restart(&["--size", "2048", "--iters", "60"], "2", write_in_progress);
 }
+
+#[test]
+fn time_interval_saves_at_the_same_iteration_on_every_rank() {
+    let _g = mpi_lock();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = ["--size", "256", "--iters", "3000"];
+    let env = [
+        dir_env(dir.path()),
+        ("RANKMIG_CKPT_SECONDS", "0.05".into()),
+        ("RANKMIG_CKPT_KEEP", "1000".into()),
+    ];
+    assert_eq!(checksum(&run(4, &args, &env)), reference(&args));
+    let report = rankmig::checkpoint::inspect(dir.path(), true).expect("inspect");
+    assert!(!report.epochs.is_empty(), "{report}");
+    assert!(!report.has_corruption(), "{report}");
+    for e in &report.epochs {
+        assert!(e.is_complete() && e.files.len() == 4, "{report}");
+        let calls: Vec<u64> = e
+            .files
+            .iter()
+            .filter_map(|f| f.header.as_ref().map(|h| h.calls))
+            .collect();
+        assert!(
+            calls.iter().all(|&c| c == calls[0]),
+            "epoch {}: {calls:?}",
+            e.epoch
+        );
+    }
+}
