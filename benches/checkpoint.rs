@@ -90,7 +90,7 @@ fn big_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTim
     g.sampling_mode(SamplingMode::Flat)
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(5))
+        .measurement_time(Duration::from_secs(8))
         .throughput(criterion::Throughput::Bytes(STATE_BYTES as u64));
     g
 }

@@ -34,6 +34,11 @@
 //! Environment: `RANKMIG_CKPT_DIR`, `RANKMIG_CKPT_EVERY`, `RANKMIG_CKPT_SECONDS`,
 //! `RANKMIG_CKPT_KEEP`, `RANKMIG_RESTART=1`, `RANKMIG_CKPT_JOB` (see [`config`]).
 //!
+//! Layout: `DIR/epoch-000000000042/rank-000003.ckpt` (one file per rank, see
+//! [`storage`] for the header), `DIR/epoch-.../COMMIT` (the commit marker, see
+//! [`epoch`]), and `DIR/.spare/` (retired files overwritten in place by later saves,
+//! which is cheaper than unlinking them and allocating new ones).
+//!
 //! The directory must be visible to every rank (a shared file system) since rank 0
 //! writes the commit markers. An epoch is committed at the first collective check
 //! after all writes finish (half-way to the next save with a call interval, at the
