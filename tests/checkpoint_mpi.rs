@@ -7,7 +7,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -265,16 +265,13 @@ fn four_rank_checkpoint_is_refused_by_eight_ranks() {
     );
 }
 
-/// Kills `mpirun` and its children (each rank is in its own process group).
-fn kill_job(child: &mut Child) {
-    let pid = child.id();
-    for rank in children_of(pid) {
+/// SIGKILLs the children of `mpirun` (the ranks; each is in its own process group).
+fn kill_ranks(mpirun_pid: u32) {
+    for rank in children_of(mpirun_pid) {
         let _ = Command::new("kill")
             .args(["-KILL", &rank.to_string()])
             .status();
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Pids whose parent is `ppid`, from `/proc/*/stat`.
@@ -336,15 +333,14 @@ fn kill_and_restart(args: &[&str], every: &str, ready: impl Fn(&Path) -> bool) {
             break;
         }
         if any_committed(dir.path()) && ready(dir.path()) {
-            kill_job(&mut child);
             killed = true;
             break;
         }
         std::thread::sleep(Duration::from_micros(500));
     }
-    if !killed {
-        kill_job(&mut child);
-    }
+    kill_ranks(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
     assert!(killed, "the run ended before it could be killed");
     let mut env = restart_env(dir.path());
     env.push(("RANKMIG_CKPT_EVERY", every.into()));
