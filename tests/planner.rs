@@ -218,9 +218,10 @@ fn place_fills_nodes_up_to_max_procs_and_oversubscribes_when_needed() {
     assert!(p.locations().iter().all(|l| (8..12).contains(&l.core)));
 }
 
-fn random_case() -> impl Strategy<Value = (usize, Vec<usize>, Vec<(usize, usize)>, Vec<usize>, u64)>
-{
-    // (ranks, initial node of each rank index pattern, edges, new cores per node, seed)
+/// (ranks, initial node of each rank, edges, new cores of each node, weight seed)
+type Case = (usize, Vec<usize>, Vec<(usize, usize)>, Vec<usize>, u64);
+
+fn random_case() -> impl Strategy<Value = Case> {
     (4usize..48).prop_flat_map(|n| {
         (
             Just(n),
