@@ -42,6 +42,11 @@ pub enum Command {
     ///
     /// Example: rankmig simulate --matrix cg.W.64.mat --placement initial_placement.txt --node-topology synthetic:"pack:2 core:8 pu:1" step1.avail step2.avail
     Simulate(SimulateArgs),
+    /// List the checkpoint epochs of a directory: complete or not, per-rank sizes and
+    /// checksums. With --verify, recompute every checksum and exit 1 on corruption.
+    ///
+    /// Example: rankmig inspect rankmig-ckpt --verify
+    Inspect(InspectArgs),
     /// Print the levels, arities and leaf count of a topology.
     ///
     /// Example: rankmig topology --topology xml:node.xml --nodes 4
@@ -236,4 +241,15 @@ pub enum SimulateFormat {
     Csv,
     /// JSON.
     Json,
+}
+
+/// `rankmig inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The checkpoint directory (RANKMIG_CKPT_DIR of the job).
+    pub dir: PathBuf,
+    /// Read every payload and recompute its checksum; exit 1 if a file of a complete
+    /// epoch is corrupt or missing.
+    #[arg(long)]
+    pub verify: bool,
 }

@@ -18,11 +18,12 @@ use rankmig::output::plan::{
 use rankmig::planner::{Placement, PlacementError, PlanError, PlanOptions};
 
 use crate::cli::{
-    Cli, Command, CostArgs, MapArgs, MatrixArgs, NodeArgs, PlaceArgs, PlaceFormat, PlanArgs,
-    PlanFormat, SimulateArgs, SimulateFormat, TopologyArgs, TreeArgs,
+    Cli, Command, CostArgs, InspectArgs, MapArgs, MatrixArgs, NodeArgs, PlaceArgs, PlaceFormat,
+    PlanArgs, PlanFormat, SimulateArgs, SimulateFormat, TopologyArgs, TreeArgs,
 };
 
-/// Everything that can make a command fail. All exit with code 2.
+/// Everything that can make a command fail: exit code 2, or 1 for a corrupt checkpoint
+/// found by `inspect --verify`.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error(transparent)]
@@ -49,6 +50,10 @@ pub enum CliError {
     Plan(#[from] PlanError),
     #[error("cannot encode JSON: {0}")]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Checkpoint(#[from] rankmig::checkpoint::CheckpointError),
+    #[error("{0}")]
+    Corrupt(String),
     #[error("{0}")]
     Usage(String),
 }
@@ -56,7 +61,10 @@ pub enum CliError {
 impl CliError {
     /// Process exit code for this error.
     pub fn exit_code(&self) -> i32 {
-        2
+        match self {
+            CliError::Corrupt(_) => 1,
+            _ => 2,
+        }
     }
 }
 
@@ -69,6 +77,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Place(args) => run_place(&args),
         Command::Plan(args) => run_plan(&args),
         Command::Simulate(args) => run_simulate(&args),
+        Command::Inspect(args) => run_inspect(&args),
     }
 }
 
@@ -315,6 +324,18 @@ fn run_simulate(args: &SimulateArgs) -> Result<(), CliError> {
         SimulateFormat::Text => print!("{}", simulation_text(&steps)),
         SimulateFormat::Csv => print!("{}", simulation_csv(&steps)),
         SimulateFormat::Json => println!("{}", serde_json::to_string_pretty(&steps)?),
+    }
+    Ok(())
+}
+
+fn run_inspect(args: &InspectArgs) -> Result<(), CliError> {
+    let report = rankmig::checkpoint::inspect(&args.dir, args.verify)?;
+    print!("{report}");
+    if args.verify && report.has_corruption() {
+        return Err(CliError::Corrupt(format!(
+            "{}: a complete epoch has a corrupt or missing file",
+            args.dir.display()
+        )));
     }
     Ok(())
 }
