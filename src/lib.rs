@@ -16,6 +16,10 @@
 pub mod availability;
 pub mod checkpoint;
 pub mod matrix;
+#[cfg(feature = "mpi")]
+pub mod migrate;
+#[cfg(feature = "mpi")]
+pub mod monitor;
 pub mod output;
 pub mod planner;
 pub mod topology;

@@ -1,0 +1,1 @@
+//! Live migration with the rank count kept (issue 6).

@@ -1,0 +1,1 @@
+//! The running job's view: rank locations, live communication matrix, availability watching (issue 5).
