@@ -8,6 +8,9 @@
 //! RANKMIG_CKPT_DIR=/tmp/ck RANKMIG_RESTART=1 mpirun -np 4 .../jacobi --size 512 --iters 1000
 //! ```
 //!
+//! The solver runs on a [`rankmig::migrate::Job`]: under `rankmig run` its ranks move
+//! between logical nodes when the availability file changes, with the same result.
+//!
 //! Prints one line `checksum: <16 hex digits>` (XXH3-64 of the final global grid,
 //! row-major, little-endian f64) on stdout; the result is bit-exact and the same for
 //! any rank count that divides `N`. Everything else goes to stderr.
@@ -18,7 +21,8 @@ use std::time::Instant;
 use mpi::point_to_point::send_receive_into;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Destination, Root, Source};
-use rankmig::checkpoint::{CheckpointConfig, CheckpointContext, MpiCollective};
+use rankmig::checkpoint::CheckpointConfig;
+use rankmig::migrate::Job;
 use serde::{Deserialize, Serialize};
 
 /// The state saved at each checkpoint: the iteration counter and this rank's rows.
@@ -64,29 +68,31 @@ fn main() -> ExitCode {
         eprintln!("jacobi: MPI could not be initialised");
         return ExitCode::FAILURE;
     };
-    let world = universe.world();
-    match run(&world) {
+    let rank = universe.world().rank();
+    match run(universe.world()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("jacobi: rank {}: {e}", world.rank());
+            eprintln!("jacobi: rank {rank}: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(world: &SimpleCommunicator) -> Result<(), Box<dyn std::error::Error>> {
+fn run(world: SimpleCommunicator) -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args()?;
-    let (rank, ranks) = (world.rank(), world.size() as usize);
     let n = args.size;
+    let cfg = CheckpointConfig::new("jacobi-ckpt")
+        .job(format!("jacobi-n{n}"))
+        .with_env()?;
+    // A process spawned by a migration joins the job here: the job's size comes from
+    // the job's communicator, never from MPI_COMM_WORLD.
+    let mut job = Job::init(world, cfg)?;
+    let ranks = job.comm().size() as usize;
     if n % ranks != 0 {
         return Err(format!("{ranks} ranks do not divide the grid size {n}").into());
     }
     let local = n / ranks;
-    let cfg = CheckpointConfig::new("jacobi-ckpt")
-        .job(format!("jacobi-n{n}"))
-        .with_env()?;
-    let mut ctx = CheckpointContext::new(cfg, MpiCollective::new(world))?;
-    let mut state = ctx.restore_or(|| State {
+    let mut state = job.restore_or(|| State {
         iter: 0,
         rows: vec![0.0; local * n],
     })?;
@@ -98,31 +104,32 @@ fn run(world: &SimpleCommunicator) -> Result<(), Box<dyn std::error::Error>> {
         )
         .into());
     }
-    report_start(&ctx, &state, &args, ranks);
+    report_start(&job, &state, &args, ranks);
     let start = Instant::now();
     let h2 = (1.0 / (n as f64 + 1.0)).powi(2);
     let (mut up, mut down, mut next) = (vec![0.0; n], vec![0.0; n], vec![0.0; local * n]);
     while state.iter < args.iters {
-        halo_exchange(world, &state.rows, n, &mut up, &mut down);
+        halo_exchange(job.comm(), &state.rows, n, &mut up, &mut down);
         sweep(&state.rows, &up, &down, n, h2, &mut next);
         std::mem::swap(&mut state.rows, &mut next);
         state.iter += 1;
-        rankmig::checkpoint!(ctx, state);
+        rankmig::checkpoint!(job, state);
     }
-    ctx.finalize()?;
-    if rank == 0 {
+    job.finalize()?;
+    if job.comm().rank() == 0 {
         eprintln!(
             "jacobi: {} iterations done in {:.3} s, last committed epoch {:?}",
             state.iter,
             start.elapsed().as_secs_f64(),
-            ctx.last_committed()
+            job.checkpoints().last_committed()
         );
     }
-    print_checksum(world, &state.rows, n);
+    print_checksum(job.comm(), &state.rows, n);
     Ok(())
 }
 
-fn report_start(ctx: &CheckpointContext<MpiCollective>, state: &State, args: &Args, ranks: usize) {
+fn report_start(job: &Job, state: &State, args: &Args, ranks: usize) {
+    let ctx = job.checkpoints();
     for note in ctx.notes() {
         eprintln!("jacobi: rank {}: {note}", ctx.rank());
     }

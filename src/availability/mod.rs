@@ -23,7 +23,7 @@ use serde::Serialize;
 pub use parse::AvailabilityFormat;
 
 /// One available node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct NodeOffer {
     /// Node (host) name.
     pub name: String,
@@ -37,7 +37,7 @@ pub struct NodeOffer {
 }
 
 /// The parsed availability: the nodes with at least one core, in file order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Availability {
     nodes: Vec<NodeOffer>,
 }

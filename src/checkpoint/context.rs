@@ -56,6 +56,26 @@ pub struct CheckpointContext<C: Collective = LocalCollective> {
     notes: Vec<String>,
 }
 
+/// A rank's checkpoint schedule and epoch counters, handed to the process that replaces
+/// it when it migrates, so every rank keeps saving at the same calls.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Handover {
+    /// `checkpoint!` calls so far.
+    pub calls: u64,
+    /// Call at which the slow path runs next.
+    pub next_event: u64,
+    /// Call of the last save.
+    pub last_save_call: u64,
+    /// Agreed (calls, nanoseconds) rate sample of the time interval mode.
+    pub rate_sample: Option<(u64, u64)>,
+    /// Next epoch number.
+    pub next_epoch: u64,
+    /// Epoch restored from.
+    pub restored: Option<u64>,
+    /// Newest committed epoch.
+    pub committed: Option<u64>,
+}
+
 /// What the ranks agreed on at a check: whether every rank's write is done, the
 /// highest failing rank + 1 (0 if none), and the longest time since the last save.
 struct Agreed {
@@ -95,6 +115,50 @@ impl<C: Collective> CheckpointContext<C> {
         };
         ctx.schedule_after_save();
         Ok(ctx)
+    }
+
+    /// Builds the context of a process that replaces a migrated rank, from the
+    /// [`Handover`] of the rank it replaces. Not collective: the other ranks keep their
+    /// contexts. The handover must have been taken with no write in flight (after
+    /// [`CheckpointContext::finalize`]).
+    pub fn adopt(
+        config: CheckpointConfig,
+        coll: C,
+        handover: &Handover,
+    ) -> Result<Self, CheckpointError> {
+        config.validate()?;
+        storage::create_private_dir(&config.dir)?;
+        Ok(Self {
+            config,
+            coll,
+            calls: handover.calls,
+            next_event: handover.next_event,
+            last_save_call: handover.last_save_call,
+            last_save_time: Instant::now(),
+            rate_sample: handover.rate_sample,
+            next_epoch: handover.next_epoch,
+            pending: None,
+            outcome: None,
+            writer: Writer::new(),
+            restored: handover.restored,
+            committed: handover.committed,
+            notes: Vec::new(),
+        })
+    }
+
+    /// The schedule and epoch counters a replacement process needs to continue this
+    /// rank's checkpoints (see [`CheckpointContext::adopt`]). Call it after
+    /// [`CheckpointContext::finalize`], when no write is in flight.
+    pub fn handover(&self) -> Handover {
+        Handover {
+            calls: self.calls,
+            next_event: self.next_event,
+            last_save_call: self.last_save_call,
+            rate_sample: self.rate_sample,
+            next_epoch: self.next_epoch,
+            restored: self.restored,
+            committed: self.committed,
+        }
     }
 
     /// The settings in use.

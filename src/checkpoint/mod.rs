@@ -59,7 +59,7 @@ pub mod writer;
 
 pub use collective::{Collective, LocalCollective};
 pub use config::{CheckpointConfig, Interval};
-pub use context::CheckpointContext;
+pub use context::{CheckpointContext, Handover};
 pub use error::CheckpointError;
 pub use inspect::{InspectReport, inspect};
 #[cfg(feature = "mpi")]

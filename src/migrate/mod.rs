@@ -1,1 +1,55 @@
-//! Live migration with the rank count kept (issue 6).
+//! Live migration with the rank count kept.
+//!
+//! An application holds a [`Job`]: it talks through [`Job::comm`] and calls
+//! [`crate::checkpoint!`] on the job at a safe point of its main loop. Every
+//! `RANKMIG_CHECK_EVERY` calls the ranks agree on one view of the availability file
+//! (rank 0 reads it and broadcasts); when it changed, they gather their locations, rank
+//! 0 plans with the two-step planner and broadcasts the plan, and if ranks must move:
+//! replacement processes are spawned (`MPI_Comm_spawn`), each receives the state of the
+//! rank it replaces straight from that rank's memory, a communicator with the same size
+//! and rank numbers is built (merge, then split keyed by the old rank), the temporary
+//! communicators are freed, and the replaced processes exit. If the spawn fails, no rank
+//! leaves and the run directory records why.
+//!
+//! `rankmig run` ([`launch`]) starts such a job under `mpirun` with the options this
+//! needs and records the run; `rankmig report` ([`report`]) reads the record.
+
+pub mod job;
+pub mod launch;
+pub mod protocol;
+pub mod record;
+pub mod report;
+pub mod settings;
+
+pub use job::Job;
+
+/// Why a migration step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    /// A checkpoint operation failed.
+    #[error(transparent)]
+    Checkpoint(#[from] crate::checkpoint::CheckpointError),
+    /// The placement file could not be read.
+    #[error(transparent)]
+    Placement(#[from] crate::planner::PlacementError),
+    /// The replacement processes could not be spawned.
+    #[error("cannot spawn '{program}': {why}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        why: String,
+    },
+    /// A message between old and new processes was malformed.
+    #[error("migration message: {0}")]
+    Message(#[from] serde_json::Error),
+    /// The state could not be (de)serialised.
+    #[error("cannot transfer the state: {0}")]
+    State(String),
+    /// The protocol went wrong.
+    #[error("migration protocol: {0}")]
+    Protocol(&'static str),
+    /// An I/O error (run directory, executable path).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 /// Where one rank runs: a node name and a core (leaf logical index in the node's tree).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct Location {
     /// Node name.
     pub node: String,
@@ -23,7 +23,7 @@ pub struct Location {
 /// assert_eq!(p.ranks_count_on("n1"), 2);
 /// assert_eq!(p.to_text(), "0 n1 0\n1 n1 1\n2 n2 0\n");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Placement {
     locations: Vec<Location>,
 }

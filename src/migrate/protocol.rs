@@ -1,0 +1,213 @@
+//! The MPI side of a migration: spawn the replacement processes, hand each its rank's
+//! state straight from memory, rebuild a communicator with the same size and rank
+//! numbers, free the temporary communicators.
+//!
+//! Old ranks (all of them, collectively) and the new processes meet in a merged
+//! intracommunicator: old ranks first (0..N-1), new processes after (N..N+k-1), new
+//! process j replacing the j-th leaving rank in ascending order. A split keyed by the
+//! logical rank, in which the leavers do not take part, gives the new communicator.
+
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int};
+use std::time::Instant;
+
+use mpi::ffi;
+use mpi::raw::AsRaw;
+use mpi::topology::{Color, InterCommunicator, MergeOrder, SimpleCommunicator};
+use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
+
+use super::MigrateError;
+
+/// Tag of the assignment message (rank 0 → new process).
+const TAG_ASSIGNMENT: i32 = 0x5a41;
+/// Tag of the state message (leaving rank → its replacement).
+const TAG_STATE: i32 = 0x5a53;
+
+/// Durations of the phases of one migration, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PhaseTimes {
+    /// `MPI_Comm_spawn` and the merge.
+    pub spawn: f64,
+    /// Assignment and state transfer.
+    pub transfer: f64,
+    /// Split into the new communicator and freeing the temporary ones.
+    pub rebuild: f64,
+}
+
+/// The outcome on an old rank.
+pub enum OldRankOutcome {
+    /// This rank stays: here is the new communicator.
+    Stay(SimpleCommunicator),
+    /// This rank has been replaced: it must exit without finalizing MPI.
+    Leave,
+}
+
+/// Makes MPI calls on `comm` return error codes instead of aborting the job.
+pub fn return_errors(comm: &impl AsRaw<Raw = ffi::MPI_Comm>) {
+    // SAFETY: a valid communicator handle and a predefined error handler.
+    unsafe {
+        ffi::MPI_Comm_set_errhandler(comm.as_raw(), ffi::RSMPI_ERRORS_RETURN);
+    }
+}
+
+/// Spawns `count` processes running `program args` from every rank of `comm`
+/// (collective, root 0). Every rank learns whether it worked.
+pub fn spawn(
+    comm: &SimpleCommunicator,
+    program: &str,
+    args: &[String],
+    count: usize,
+) -> Result<InterCommunicator, MigrateError> {
+    return_errors(comm);
+    let spawn_error = |why: String| MigrateError::Spawn {
+        program: program.to_owned(),
+        why,
+    };
+    let c_program = CString::new(program).map_err(|e| spawn_error(e.to_string()))?;
+    let c_args: Vec<CString> = args
+        .iter()
+        .map(|a| CString::new(a.as_str()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| spawn_error(e.to_string()))?;
+    let mut argv: Vec<*mut c_char> = c_args
+        .iter()
+        .map(|a| a.as_ptr() as *mut c_char)
+        .chain(std::iter::once(std::ptr::null_mut()))
+        .collect();
+    let mut errcodes: Vec<c_int> = vec![0; count];
+    // SAFETY: handles are valid, strings outlive the call, errcodes has `count` slots.
+    let mut inter = unsafe { ffi::RSMPI_COMM_NULL };
+    let rc = unsafe {
+        ffi::MPI_Comm_spawn(
+            c_program.as_ptr(),
+            argv.as_mut_ptr(),
+            count as c_int,
+            ffi::RSMPI_INFO_NULL,
+            0,
+            comm.as_raw(),
+            &mut inter,
+            errcodes.as_mut_ptr(),
+        )
+    };
+    let local_failed = rc != ffi::MPI_SUCCESS as c_int
+        || inter == unsafe { ffi::RSMPI_COMM_NULL }
+        || errcodes.iter().any(|&c| c != ffi::MPI_SUCCESS as c_int);
+    let mut failed = 0u32;
+    comm.all_reduce_into(
+        &u32::from(local_failed),
+        &mut failed,
+        mpi::collective::SystemOperation::max(),
+    );
+    if failed != 0 {
+        if inter != unsafe { ffi::RSMPI_COMM_NULL } {
+            // SAFETY: a valid handle we own.
+            unsafe { ffi::MPI_Comm_free(&mut inter) };
+        }
+        return Err(spawn_error(format!(
+            "MPI_Comm_spawn of {count} process(es) failed (return code {rc})"
+        )));
+    }
+    // SAFETY: MPI returned a valid intercommunicator.
+    unsafe { InterCommunicator::try_from_raw(inter) }
+        .ok_or_else(|| spawn_error("MPI returned no intercommunicator".into()))
+}
+
+/// Frees an intercommunicator with `MPI_Comm_free` (rsmpi's drop would call the
+/// collective `MPI_Comm_disconnect`, which the other side does not join).
+pub fn free_intercomm(inter: InterCommunicator) {
+    let mut raw = inter.as_raw();
+    std::mem::forget(inter);
+    // SAFETY: a valid intercommunicator handle owned by us and no longer used.
+    unsafe { ffi::MPI_Comm_free(&mut raw) };
+}
+
+/// Old ranks' half of the exchange, after a successful spawn. `leavers` are the leaving
+/// ranks in ascending order; `assignments[j]` is the message for new process j (only
+/// rank 0's copy is used); `state` is this rank's serialised state (sent only by
+/// leavers).
+pub fn old_ranks_exchange(
+    comm: &SimpleCommunicator,
+    inter: InterCommunicator,
+    leavers: &[usize],
+    assignments: &[Vec<u8>],
+    state: &[u8],
+    times: &mut PhaseTimes,
+    started: Instant,
+) -> OldRankOutcome {
+    let merged = inter.merge(MergeOrder::Low);
+    times.spawn = started.elapsed().as_secs_f64();
+    let transfer_start = Instant::now();
+    let rank = comm.rank() as usize;
+    let n = comm.size() as usize;
+    if rank == 0 {
+        for (j, message) in assignments.iter().enumerate() {
+            merged
+                .process_at_rank((n + j) as i32)
+                .send_with_tag(&message[..], TAG_ASSIGNMENT);
+        }
+    }
+    let my_slot = leavers.iter().position(|&r| r == rank);
+    if let Some(j) = my_slot {
+        merged
+            .process_at_rank((n + j) as i32)
+            .send_with_tag(state, TAG_STATE);
+    }
+    times.transfer = transfer_start.elapsed().as_secs_f64();
+    let rebuild_start = Instant::now();
+    let color = if my_slot.is_some() {
+        Color::undefined()
+    } else {
+        Color::with_value(0)
+    };
+    let new_comm = merged.split_by_color_with_key(color, rank as i32);
+    drop(merged);
+    free_intercomm(inter);
+    times.rebuild = rebuild_start.elapsed().as_secs_f64();
+    match new_comm {
+        Some(c) => OldRankOutcome::Stay(c),
+        None => OldRankOutcome::Leave,
+    }
+}
+
+/// What a new process receives.
+pub struct Arrival {
+    /// The new job communicator (this process has the replaced rank's number).
+    pub comm: SimpleCommunicator,
+    /// Rank 0's assignment message.
+    pub assignment: Vec<u8>,
+    /// The replaced rank's serialised state.
+    pub state: Vec<u8>,
+}
+
+/// New processes' half of the exchange. `replaced_rank_of` decodes the rank this
+/// process replaces from the assignment message.
+pub fn new_process_exchange(
+    parent: InterCommunicator,
+    replaced_rank_of: impl FnOnce(&[u8]) -> Result<usize, MigrateError>,
+) -> Result<Arrival, MigrateError> {
+    let merged = parent.merge(MergeOrder::High);
+    let (assignment, _) = merged
+        .process_at_rank(0)
+        .receive_vec_with_tag::<u8>(TAG_ASSIGNMENT);
+    let rank = replaced_rank_of(&assignment)?;
+    let (state, _) = merged
+        .process_at_rank(rank as i32)
+        .receive_vec_with_tag::<u8>(TAG_STATE);
+    let comm = merged
+        .split_by_color_with_key(Color::with_value(0), rank as i32)
+        .ok_or(MigrateError::Protocol(
+            "the new communicator excludes a new process",
+        ))?;
+    drop(merged);
+    free_intercomm(parent);
+    if comm.rank() as usize != rank {
+        return Err(MigrateError::Protocol(
+            "the new process did not get the replaced rank's number",
+        ));
+    }
+    Ok(Arrival {
+        comm,
+        assignment,
+        state,
+    })
+}

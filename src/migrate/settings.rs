@@ -1,0 +1,73 @@
+//! What `rankmig run` tells the ranks of a job, through the environment.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Run directory (records: placements, plans, per-iteration times). Unset = the job runs
+/// without availability watching or records, as a plain checkpointing application.
+pub const ENV_RUN_DIR: &str = "RANKMIG_RUN_DIR";
+/// The availability file to watch.
+pub const ENV_AVAILABILITY: &str = "RANKMIG_AVAILABILITY";
+/// `checkpoint!` calls between two availability checks (default 10).
+pub const ENV_CHECK_EVERY: &str = "RANKMIG_CHECK_EVERY";
+/// The initial placement file (`RANK NODE CORE`).
+pub const ENV_PLACEMENT: &str = "RANKMIG_PLACEMENT";
+/// Cores of the largest logical node (the node tree used for planning is flat).
+pub const ENV_CORES_PER_NODE: &str = "RANKMIG_CORES_PER_NODE";
+/// A communication matrix file used for planning instead of the live counts.
+pub const ENV_MATRIX: &str = "RANKMIG_MATRIX";
+/// Program spawned for replacement processes (default: this executable). A test knob:
+/// a program that cannot start makes the spawn fail.
+pub const ENV_SPAWN_PROGRAM: &str = "RANKMIG_SPAWN_PROGRAM";
+
+/// The job-wide settings every rank reads (and hands to the processes it spawns).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobSettings {
+    /// Run directory.
+    pub run_dir: Option<PathBuf>,
+    /// Availability file.
+    pub availability: Option<PathBuf>,
+    /// Calls between availability checks.
+    pub check_every: u64,
+    /// Initial placement file.
+    pub placement: Option<PathBuf>,
+    /// Cores per logical node (planning tree).
+    pub cores_per_node: usize,
+    /// Matrix file for planning.
+    pub matrix: Option<PathBuf>,
+    /// Program to spawn.
+    pub spawn_program: Option<PathBuf>,
+}
+
+impl JobSettings {
+    /// Reads the settings from the environment.
+    pub fn from_env() -> Self {
+        let path = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let number = |k: &str, default: u64| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|&v| v > 0)
+                .unwrap_or(default)
+        };
+        Self {
+            run_dir: path(ENV_RUN_DIR),
+            availability: path(ENV_AVAILABILITY),
+            check_every: number(ENV_CHECK_EVERY, 10),
+            placement: path(ENV_PLACEMENT),
+            cores_per_node: number(ENV_CORES_PER_NODE, 1) as usize,
+            matrix: path(ENV_MATRIX),
+            spawn_program: path(ENV_SPAWN_PROGRAM),
+        }
+    }
+
+    /// True when the job watches an availability file and may migrate.
+    pub fn migrates(&self) -> bool {
+        self.availability.is_some()
+    }
+}
