@@ -42,6 +42,14 @@ pub enum Command {
     ///
     /// Example: rankmig simulate --matrix cg.W.64.mat --placement initial_placement.txt --node-topology synthetic:"pack:2 core:8 pu:1" step1.avail step2.avail
     Simulate(SimulateArgs),
+    /// Run an MPI program that may migrate: initial placement, mpirun, records.
+    ///
+    /// Example: rankmig run -n 8 --availability av -- target/release/examples/jacobi --size 256 --iters 6000
+    Run(RunArgs),
+    /// Summarise a run directory: a table per reconfiguration and an SVG chart.
+    ///
+    /// Example: rankmig report rankmig-run
+    Report(ReportArgs),
     /// List the checkpoint epochs of a directory: complete or not, per-rank sizes and
     /// checksums. With --verify, recompute every checksum and exit 1 on corruption.
     ///
@@ -252,4 +260,47 @@ pub struct InspectArgs {
     /// epoch is corrupt or missing.
     #[arg(long)]
     pub verify: bool,
+}
+
+/// `rankmig run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Number of ranks (kept for the whole run).
+    #[arg(short = 'n', long, required_unless_present = "restart")]
+    pub ranks: Option<usize>,
+    /// The availability file the job watches (`NAME CORES` lines); edit it while the
+    /// job runs to move ranks. Node names that are not hosts of the allocation are
+    /// logical nodes of this host.
+    #[arg(long, short = 'a', required_unless_present = "restart")]
+    pub availability: Option<PathBuf>,
+    /// Communication matrix used for the initial placement and for planning (default:
+    /// none, the planner then only minimises moves).
+    #[arg(long, short = 'm')]
+    pub matrix: Option<PathBuf>,
+    /// Checkpoint directory (default: RUN_DIR/ckpt).
+    #[arg(long)]
+    pub ckpt_dir: Option<PathBuf>,
+    /// Run directory: placements, plans, per-iteration times (default: rankmig-run).
+    #[arg(long, default_value = "rankmig-run")]
+    pub run_dir: PathBuf,
+    /// checkpoint! calls between two availability checks.
+    #[arg(long, default_value_t = 10)]
+    pub check_every: u64,
+    /// Restart the run of this run directory from its newest complete checkpoint, with
+    /// a placement computed for the current availability.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["ranks", "program"])]
+    pub restart: Option<PathBuf>,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true)]
+    pub program: Vec<String>,
+}
+
+/// `rankmig report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Where to write the SVG chart (default: RUN_DIR/report.svg).
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
 }

@@ -19,7 +19,8 @@ use rankmig::planner::{Placement, PlacementError, PlanError, PlanOptions};
 
 use crate::cli::{
     Cli, Command, CostArgs, InspectArgs, MapArgs, MatrixArgs, NodeArgs, PlaceArgs, PlaceFormat,
-    PlanArgs, PlanFormat, SimulateArgs, SimulateFormat, TopologyArgs, TreeArgs,
+    PlanArgs, PlanFormat, ReportArgs, RunArgs, SimulateArgs, SimulateFormat, TopologyArgs,
+    TreeArgs,
 };
 
 /// Everything that can make a command fail: exit code 2, or 1 for a corrupt checkpoint
@@ -54,6 +55,12 @@ pub enum CliError {
     Checkpoint(#[from] rankmig::checkpoint::CheckpointError),
     #[error("{0}")]
     Corrupt(String),
+    #[error(transparent)]
+    Launch(#[from] rankmig::migrate::launch::LaunchError),
+    #[error("{0}")]
+    Report(String),
+    #[error("the job ended with exit code {0}")]
+    JobFailed(i32),
     #[error("{0}")]
     Usage(String),
 }
@@ -63,6 +70,7 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
             CliError::Corrupt(_) => 1,
+            CliError::JobFailed(code) => *code,
             _ => 2,
         }
     }
@@ -78,6 +86,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Plan(args) => run_plan(&args),
         Command::Simulate(args) => run_simulate(&args),
         Command::Inspect(args) => run_inspect(&args),
+        Command::Run(args) => run_job(&args),
+        Command::Report(args) => run_report(&args),
     }
 }
 
@@ -337,5 +347,56 @@ fn run_inspect(args: &InspectArgs) -> Result<(), CliError> {
             args.dir.display()
         )));
     }
+    Ok(())
+}
+
+fn run_job(args: &RunArgs) -> Result<(), CliError> {
+    use rankmig::migrate::launch::{RunSpec, absolute, load_spec, run};
+    let (spec, restart) = match &args.restart {
+        Some(dir) => (load_spec(dir)?, true),
+        None => {
+            let run_dir = absolute(&args.run_dir);
+            let spec = RunSpec {
+                ranks: args.ranks.unwrap_or(0),
+                availability: absolute(args.availability.as_deref().unwrap_or(Path::new(""))),
+                matrix: args.matrix.as_deref().map(absolute),
+                ckpt_dir: args
+                    .ckpt_dir
+                    .as_deref()
+                    .map_or_else(|| run_dir.join("ckpt"), absolute),
+                run_dir,
+                check_every: args.check_every.max(1),
+                program: args.program.clone(),
+                env: Vec::new(),
+            };
+            (spec, false)
+        }
+    };
+    if spec.ranks == 0 {
+        return Err(CliError::Usage("-n must be at least 1".into()));
+    }
+    let code = run(&spec, restart)?;
+    eprintln!(
+        "rankmig: run recorded in {} (rankmig report {})",
+        spec.run_dir.display(),
+        spec.run_dir.display()
+    );
+    if code != 0 {
+        return Err(CliError::JobFailed(code));
+    }
+    Ok(())
+}
+
+fn run_report(args: &ReportArgs) -> Result<(), CliError> {
+    use rankmig::migrate::report::{read_run, svg, table};
+    let report = read_run(&args.run_dir).map_err(CliError::Report)?;
+    print!("{}", table(&report));
+    let path = args
+        .svg
+        .clone()
+        .unwrap_or_else(|| args.run_dir.join("report.svg"));
+    std::fs::write(&path, svg(&report))
+        .map_err(|e| CliError::Report(format!("{}: {e}", path.display())))?;
+    println!("chart: {}", path.display());
     Ok(())
 }

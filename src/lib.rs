@@ -16,7 +16,6 @@
 pub mod availability;
 pub mod checkpoint;
 pub mod matrix;
-#[cfg(feature = "mpi")]
 pub mod migrate;
 #[cfg(feature = "mpi")]
 pub mod monitor;

@@ -16,7 +16,8 @@ use crate::planner::{Location, Placement, Plan, PlanOptions, plan};
 use crate::topology::Tree;
 
 use super::MigrateError;
-use super::protocol::{self, OldRankOutcome, PhaseTimes};
+use super::protocol::{self, OldRankOutcome};
+use super::record::PhaseTimes;
 use super::record::{self, IterationRecord, Reconfiguration};
 use super::settings::JobSettings;
 
@@ -269,8 +270,8 @@ impl Job {
         }
         if self.settings.migrates() && self.calls >= self.next_check {
             self.next_check = self.calls + self.settings.check_every;
-            self.flush_records();
             self.reconfiguration_point(state)?;
+            self.flush_records();
         }
         self.last_end = Instant::now();
         Ok(())

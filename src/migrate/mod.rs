@@ -14,14 +14,18 @@
 //! `rankmig run` ([`launch`]) starts such a job under `mpirun` with the options this
 //! needs and records the run; `rankmig report` ([`report`]) reads the record.
 
+#[cfg(feature = "mpi")]
 pub mod job;
 pub mod launch;
+#[cfg(feature = "mpi")]
 pub mod protocol;
 pub mod record;
 pub mod report;
 pub mod settings;
 
+#[cfg(feature = "mpi")]
 pub use job::Job;
+pub use record::PhaseTimes;
 
 /// Why a migration step failed.
 #[derive(Debug, thiserror::Error)]

@@ -17,22 +17,12 @@ use mpi::topology::{Color, InterCommunicator, MergeOrder, SimpleCommunicator};
 use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
 
 use super::MigrateError;
+use super::record::PhaseTimes;
 
 /// Tag of the assignment message (rank 0 → new process).
 const TAG_ASSIGNMENT: i32 = 0x5a41;
 /// Tag of the state message (leaving rank → its replacement).
 const TAG_STATE: i32 = 0x5a53;
-
-/// Durations of the phases of one migration, in seconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PhaseTimes {
-    /// `MPI_Comm_spawn` and the merge.
-    pub spawn: f64,
-    /// Assignment and state transfer.
-    pub transfer: f64,
-    /// Split into the new communicator and freeing the temporary ones.
-    pub rebuild: f64,
-}
 
 /// The outcome on an old rank.
 pub enum OldRankOutcome {

@@ -16,7 +16,16 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::protocol::PhaseTimes;
+/// Durations of the phases of one migration, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseTimes {
+    /// `MPI_Comm_spawn` and the merge.
+    pub spawn: f64,
+    /// Assignment and state transfer.
+    pub transfer: f64,
+    /// Split into the new communicator and freeing the temporary ones.
+    pub rebuild: f64,
+}
 
 /// One availability change seen by the job, and what was done about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
