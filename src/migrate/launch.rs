@@ -17,7 +17,6 @@ use crate::topology::Tree;
 
 use super::settings::{
     ENV_AVAILABILITY, ENV_CHECK_EVERY, ENV_CORES_PER_NODE, ENV_MATRIX, ENV_PLACEMENT, ENV_RUN_DIR,
-    ENV_SPAWN_PROGRAM,
 };
 
 /// How a job is launched; saved as `run.json` so `--restart` can launch it again.
@@ -206,8 +205,13 @@ fn mpirun_command(spec: &RunSpec, placement: &Path, cores: usize, restart: bool)
         cmd.env(k, v);
         cmd.args(["-x", k]);
     }
-    if std::env::var_os(ENV_SPAWN_PROGRAM).is_some() {
-        cmd.args(["-x", ENV_SPAWN_PROGRAM]);
+    // Other RANKMIG_* settings of the caller (checkpoint interval, test knobs such as
+    // RANKMIG_SPAWN_PROGRAM) reach the ranks too.
+    for (k, _) in std::env::vars_os() {
+        let Some(k) = k.to_str() else { continue };
+        if k.starts_with("RANKMIG_") && !env.iter().any(|(e, _)| e == k) {
+            cmd.args(["-x", k]);
+        }
     }
     cmd.args(&spec.program);
     cmd

@@ -40,6 +40,45 @@ pub fn return_errors(comm: &impl AsRaw<Raw = ffi::MPI_Comm>) {
     }
 }
 
+/// Rank 0 checks that `program` can be started before anyone commits to a spawn:
+/// Open MPI 4.1 aborts the whole job when a spawned process fails to start, so a
+/// program that is missing or not executable must be caught here. Collective; every
+/// rank gets the verdict.
+pub fn preflight(comm: &SimpleCommunicator, program: &str) -> Result<(), MigrateError> {
+    let local = if comm.rank() == 0 {
+        executable(program)
+    } else {
+        Ok(())
+    };
+    let mut failed = 0u32;
+    comm.all_reduce_into(
+        &u32::from(local.is_err()),
+        &mut failed,
+        mpi::collective::SystemOperation::max(),
+    );
+    match (failed, local) {
+        (0, _) => Ok(()),
+        (_, Err(e)) => Err(e),
+        (_, Ok(())) => Err(MigrateError::Spawn {
+            program: program.to_owned(),
+            why: "rank 0 found it cannot be started".into(),
+        }),
+    }
+}
+
+fn executable(program: &str) -> Result<(), MigrateError> {
+    use std::os::unix::fs::PermissionsExt;
+    let error = |why: String| MigrateError::Spawn {
+        program: program.to_owned(),
+        why,
+    };
+    let meta = std::fs::metadata(program).map_err(|e| error(e.to_string()))?;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(error("not an executable file".into()));
+    }
+    Ok(())
+}
+
 /// Spawns `count` processes running `program args` from every rank of `comm`
 /// (collective, root 0). Every rank learns whether it worked.
 pub fn spawn(
@@ -48,6 +87,7 @@ pub fn spawn(
     args: &[String],
     count: usize,
 ) -> Result<InterCommunicator, MigrateError> {
+    preflight(comm, program)?;
     return_errors(comm);
     let spawn_error = |why: String| MigrateError::Spawn {
         program: program.to_owned(),
