@@ -304,7 +304,7 @@ fn refine(graph: &SymGraph, request: &LevelRequest, groups: &mut [Vec<u32>], pas
         }
     }
     // Bound the work on dense matrices: a few sweeps over the adjacency at most.
-    let mut budget = 8 * graph.adjacency_len() + 64 * m;
+    let mut budget = super::refine::work_budget(graph, 8);
     let mut towards = GroupWeights::new(groups.len());
     for _ in 0..passes {
         let mut improved = false;

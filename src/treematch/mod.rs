@@ -149,6 +149,10 @@ pub fn map(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Result<Mappin
     }
     let slot_of_rank = if work.leaf_count() <= options.brute_force_leaves {
         refine::brute_force(graph, &work)
+    } else if ranks == work.leaf_count() && is_uniform_complete(graph) {
+        // Every rank talks to every other one equally and every slot is used: all
+        // placements cost the same.
+        baselines::packed(&work, ranks, None, 1)
     } else {
         let mut slots = best_start(graph, &work, bottom_up(graph, &work, options));
         refine::swap_refine(graph, &work, &mut slots, options.final_refine_passes);
@@ -163,6 +167,23 @@ pub fn map(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Result<Mappin
             .map(|&slot| leaf_of_usable[slot / factor])
             .collect(),
     ))
+}
+
+/// True when every pair of ranks communicates with the same weight (up to rounding).
+fn is_uniform_complete(graph: &SymGraph) -> bool {
+    let n = graph.order();
+    if n < 2 || graph.adjacency_len() != n * (n - 1) {
+        return false;
+    }
+    let Some((_, first)) = graph.neighbors(0).next() else {
+        return false;
+    };
+    let tolerance = 1e-9 * first.abs();
+    (0..n).all(|v| {
+        graph
+            .neighbors(v)
+            .all(|(_, w)| (w - first).abs() <= tolerance)
+    })
 }
 
 /// The TreeMatch result, unless packed or round-robin placement already costs fewer

@@ -95,7 +95,7 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
     }
     let try_all = leaves <= 64;
     let leaf_parent = tree.depth().checked_sub(1);
-    let mut budget = 16 * graph.adjacency_len() + 64 * n;
+    let mut budget = work_budget(graph, 16);
     let mut candidates: Vec<usize> = Vec::new();
     for _ in 0..passes {
         let mut improved = false;
@@ -141,6 +141,14 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
     }
 }
 
+/// Edge visits allowed to a refinement: `sweeps` sweeps over the adjacency on sparse
+/// graphs, fewer on dense ones (where each sweep is O(n²) and gains little).
+pub(crate) fn work_budget(graph: &SymGraph, sweeps: usize) -> usize {
+    const DENSE_CAP: usize = 1 << 22;
+    let adjacency = graph.adjacency_len();
+    (sweeps * adjacency).min(DENSE_CAP + 2 * adjacency) + 64 * graph.order()
+}
+
 /// Largest tree (in leaves) on which Kernighan–Lin passes run after the swap descent.
 const KL_MAX_LEAVES: usize = 16;
 
@@ -164,7 +172,9 @@ pub fn kernighan_lin(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], 
     }
 }
 
-/// One Kernighan–Lin pass; true when it lowered the cost.
+/// One Kernighan–Lin pass; true when it lowered the cost. The swap gains come from a
+/// table `cost[r][l]` = hop-bytes of rank r's edges if r sat on leaf l, updated after
+/// every swap, so that each candidate swap is evaluated in constant time.
 fn kl_pass(
     graph: &SymGraph,
     dist: &Distances,
@@ -172,6 +182,28 @@ fn kl_pass(
     occupant: &mut [u32],
 ) -> bool {
     let n = graph.order();
+    let leaves = occupant.len();
+    let mut weight = vec![0.0f64; n * n];
+    for u in 0..n {
+        for (x, w) in graph.neighbors(u) {
+            weight[u * n + x] = w;
+        }
+    }
+    let mut hops = vec![0.0f64; leaves * leaves];
+    for a in 0..leaves {
+        for b in 0..leaves {
+            hops[a * leaves + b] = dist.hops(a, b);
+        }
+    }
+    let mut cost = vec![0.0f64; n * leaves];
+    for u in 0..n {
+        for (x, w) in graph.neighbors(u) {
+            let lx = leaf_of_rank[x];
+            for l in 0..leaves {
+                cost[u * leaves + l] += w * hops[l * leaves + lx];
+            }
+        }
+    }
     let mut locked = vec![false; n];
     let mut history: Vec<(usize, usize)> = Vec::new(); // (leaf a, leaf b) swapped
     let (mut total, mut best_total, mut best_len) = (0.0f64, 0.0f64, 0usize);
@@ -179,11 +211,17 @@ fn kl_pass(
         let mut best: Option<(f64, usize, usize)> = None;
         for u in (0..n).filter(|&u| !locked[u]) {
             let a = leaf_of_rank[u];
+            let cu = &cost[u * leaves..(u + 1) * leaves];
             for (b, &v) in occupant.iter().enumerate() {
                 if b == a || (v != EMPTY && locked[v as usize]) {
                     continue;
                 }
-                let delta = swap_delta(graph, dist, leaf_of_rank, u, a, b, v);
+                let mut delta = cu[b] - cu[a];
+                if v != EMPTY {
+                    let v = v as usize;
+                    delta += cost[v * leaves + a] - cost[v * leaves + b]
+                        + 2.0 * weight[u * n + v] * hops[a * leaves + b];
+                }
                 if best.is_none_or(|(d, _, _)| delta < d) {
                     best = Some((delta, u, b));
                 }
@@ -193,6 +231,23 @@ fn kl_pass(
         let a = leaf_of_rank[u];
         let v = occupant[b];
         apply_swap(leaf_of_rank, occupant, a, b);
+        // u went a -> b, v (if any) b -> a: every rank's cost table follows.
+        for x in 0..n {
+            let wu = weight[x * n + u];
+            let wv = if v == EMPTY {
+                0.0
+            } else {
+                weight[x * n + v as usize]
+            };
+            let diff = wu - wv;
+            if diff == 0.0 {
+                continue;
+            }
+            let row = &mut cost[x * leaves..(x + 1) * leaves];
+            for (l, c) in row.iter_mut().enumerate() {
+                *c += diff * (hops[l * leaves + b] - hops[l * leaves + a]);
+            }
+        }
         locked[u] = true;
         if v != EMPTY {
             locked[v as usize] = true;
@@ -220,13 +275,17 @@ fn apply_swap(leaf_of_rank: &mut [usize], occupant: &mut [u32], a: usize, b: usi
     }
 }
 
-/// Random restarts on small trees: from seeded random placements, swap descent then
+/// Largest tree (in leaves) on which seeded restarts run. Default options solve such
+/// trees by brute force; the restarts serve the heuristic path only.
+const RESTART_MAX_LEAVES: usize = 8;
+
+/// Random restarts on tiny trees: from seeded random placements, swap descent then
 /// Kernighan–Lin; the best result (including the incoming one) is kept. Deterministic.
 pub fn restarts(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], passes: usize) {
     use rand::SeedableRng;
     use rand::seq::SliceRandom;
     const RESTARTS: u64 = 8;
-    if tree.leaf_count() > KL_MAX_LEAVES {
+    if tree.leaf_count() > RESTART_MAX_LEAVES {
         return;
     }
     let mut best_cost = super::metrics::hop_bytes(graph, tree, leaf_of_rank);
