@@ -1,0 +1,80 @@
+//! Helpers shared by the tests that run the Jacobi example under real `mpirun`.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+static MPI_LOCK: Mutex<()> = Mutex::new(());
+
+pub fn mpi_lock() -> MutexGuard<'static, ()> {
+    MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Path of the jacobi example next to this test binary, built once.
+pub fn jacobi() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "--example", "jacobi", "--manifest-path"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+        if cfg!(not(debug_assertions)) {
+            cmd.arg("--release");
+        }
+        let built = cmd.status().is_ok_and(|s| s.success());
+        let exe = std::env::current_exe().expect("test binary path");
+        // target/<profile>/deps/checkpoint_mpi-HASH -> target/<profile>/examples/jacobi
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>");
+        let path = profile_dir.join("examples").join("jacobi");
+        assert!(
+            path.exists(),
+            "{} missing and cargo build --example jacobi failed",
+            path.display()
+        );
+        if !built {
+            // `cargo test` builds the examples too, so this one is from this build.
+            eprintln!(
+                "cargo build --example jacobi failed; using {}",
+                path.display()
+            );
+        }
+        path
+    })
+}
+
+/// The checksum printed by a successful run.
+pub fn checksum(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "run failed: {}\n{stdout}\n{stderr}",
+        out.status
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("checksum: "))
+        .unwrap_or_else(|| panic!("no checksum line in {stdout:?}\n{stderr}"));
+    assert_eq!(line.len(), 16, "{line}");
+    line.to_owned()
+}
+
+/// Pids whose parent is `ppid`, from `/proc/*/stat`.
+pub fn children_of(ppid: u32) -> Vec<u32> {
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| {
+        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // pid (comm) state ppid ...: comm may hold spaces, so split after ')'
+        let after = &stat[stat.rfind(')')? + 1..];
+        let parent: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
+        (parent == ppid).then_some(pid)
+    })
+    .collect()
+}
