@@ -24,6 +24,7 @@
 //! ```
 
 pub mod baselines;
+mod bisection;
 pub mod grouping;
 pub mod metrics;
 pub mod patterns;
@@ -169,6 +170,9 @@ pub fn map(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Result<Mappin
     ))
 }
 
+/// Largest mean degree for which the recursive-bisection start is computed.
+const BISECTION_MAX_DEGREE: usize = 64;
+
 /// True when every pair of ranks communicates with the same weight (up to rounding).
 fn is_uniform_complete(graph: &SymGraph) -> bool {
     let n = graph.order();
@@ -193,10 +197,14 @@ fn best_start(graph: &SymGraph, tree: &Tree, treematch: Vec<usize>) -> Vec<usize
     let n = graph.order();
     let mut best_cost = metrics::hop_bytes(graph, tree, &treematch);
     let mut best = treematch;
-    for start in [
+    let mut starts = vec![
         baselines::packed(tree, n, None, 1),
         baselines::round_robin(tree, n, None, 1),
-    ] {
+    ];
+    if graph.adjacency_len() <= BISECTION_MAX_DEGREE * n {
+        starts.push(bisection::recursive_bisection(graph, tree));
+    }
+    for start in starts {
         let cost = metrics::hop_bytes(graph, tree, &start);
         if cost < best_cost {
             best_cost = cost;

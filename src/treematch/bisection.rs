@@ -1,0 +1,714 @@
+//! Top-down start: recursive bisection of the communication graph along the tree.
+//!
+//! At a tree vertex, the ranks it receives are split between its children: the children
+//! are halved (by capacity, in leaves) and the ranks are bisected accordingly, again and
+//! again, until each child holds its share; then each child recurses. Leaf parents take
+//! their ranks in any order (their leaves are equidistant). Each bisection is
+//! multilevel (Karypis & Kumar's scheme, written from the papers): heavy-edge matching
+//! coarsens the graph, greedy graph growing from a pseudo-peripheral vertex splits the
+//! coarsest graph, and Fiduccia–Mattheyses passes refine the cut on the way back up.
+//! Part sizes are exact at the finest level, so every subtree receives at most as many
+//! ranks as it has leaves (the left halves are filled first: ranks pack).
+//!
+//! On uniform-weight meshes (stencils) this gives compact tiles where the bottom-up
+//! greedy grouping makes ragged groups; `map` keeps the cheapest start.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use crate::matrix::SymGraph;
+use crate::topology::Tree;
+
+const NONE: u32 = u32::MAX;
+/// Coarsening stops at this many vertices.
+const COARSEST: usize = 32;
+/// Greedy-growing seeds tried on the coarsest graph.
+const SEEDS: usize = 2;
+/// FM passes per level.
+const FM_PASSES: usize = 2;
+
+/// The leaf of every rank of `graph` (`graph.order() <= tree.leaf_count()`), by
+/// recursive bisection along the tree.
+pub fn recursive_bisection(graph: &SymGraph, tree: &Tree) -> Vec<usize> {
+    let n = graph.order();
+    let depth = tree.depth();
+    let mut capacity: Vec<Vec<usize>> = vec![Vec::new(); depth + 1];
+    capacity[depth] = vec![1; tree.leaf_count()];
+    for level in (0..depth).rev() {
+        capacity[level] = (0..tree.width(level))
+            .map(|v| {
+                tree.children(level, v)
+                    .map(|c| capacity[level + 1][c])
+                    .sum()
+            })
+            .collect();
+    }
+    let mut placer = Placer {
+        graph,
+        tree,
+        capacity,
+        leaf_of_rank: vec![0; n],
+        local: vec![NONE; n],
+    };
+    let ranks: Vec<u32> = (0..n as u32).collect();
+    placer.place(0, 0, ranks);
+    placer.leaf_of_rank
+}
+
+struct Placer<'a> {
+    graph: &'a SymGraph,
+    tree: &'a Tree,
+    capacity: Vec<Vec<usize>>,
+    leaf_of_rank: Vec<usize>,
+    /// Scratch: global vertex -> local index of the current subgraph (NONE outside).
+    local: Vec<u32>,
+}
+
+impl Placer<'_> {
+    fn place(&mut self, level: usize, vertex: usize, ranks: Vec<u32>) {
+        if ranks.is_empty() {
+            return;
+        }
+        let depth = self.tree.depth();
+        if level == depth {
+            if let Some(&r) = ranks.first() {
+                self.leaf_of_rank[r as usize] = vertex;
+            }
+            return;
+        }
+        let kids: Vec<usize> = self.tree.children(level, vertex).collect();
+        if level + 1 == depth {
+            for (&r, &leaf) in ranks.iter().zip(&kids) {
+                self.leaf_of_rank[r as usize] = leaf;
+            }
+            return;
+        }
+        self.split(level + 1, &kids, ranks);
+    }
+
+    /// Shares `ranks` among the vertices `kids` of level `level`.
+    fn split(&mut self, level: usize, kids: &[usize], ranks: Vec<u32>) {
+        if kids.len() <= 1 {
+            if let Some(&k) = kids.first() {
+                self.place(level, k, ranks);
+            }
+            return;
+        }
+        let caps: Vec<usize> = kids.iter().map(|&k| self.capacity[level][k]).collect();
+        let total: usize = caps.iter().sum();
+        let mut prefix = 0;
+        let mut cut = 1;
+        let mut best = usize::MAX;
+        for (m, &c) in caps.iter().enumerate().take(kids.len() - 1) {
+            prefix += c;
+            let off = (2 * prefix).abs_diff(total);
+            if off < best {
+                best = off;
+                cut = m + 1;
+            }
+        }
+        let cap_left: usize = caps[..cut].iter().sum();
+        let left_size = cap_left.min(ranks.len());
+        if left_size == ranks.len() {
+            self.split(level, &kids[..cut], ranks);
+            return;
+        }
+        let (left, right) = self.bisect(&ranks, left_size);
+        self.split(level, &kids[..cut], left);
+        self.split(level, &kids[cut..], right);
+    }
+
+    /// Splits `ranks` into `left_size` ranks and the others, cutting little weight.
+    fn bisect(&mut self, ranks: &[u32], left_size: usize) -> (Vec<u32>, Vec<u32>) {
+        let fine = Csr::induced(self.graph, ranks, &mut self.local);
+        let side = multilevel_bisection(fine, left_size as u64);
+        let mut left = Vec::with_capacity(left_size);
+        let mut right = Vec::with_capacity(ranks.len() - left_size);
+        for (&r, &s) in ranks.iter().zip(&side) {
+            if s == 0 {
+                left.push(r);
+            } else {
+                right.push(r);
+            }
+        }
+        (left, right)
+    }
+}
+
+/// A weighted graph in compressed rows, with vertex weights.
+struct Csr {
+    offsets: Vec<usize>,
+    targets: Vec<u32>,
+    weights: Vec<f64>,
+    vertex_weight: Vec<u64>,
+}
+
+impl Csr {
+    fn order(&self) -> usize {
+        self.vertex_weight.len()
+    }
+
+    fn neighbors(&self, v: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+        let range = self.offsets[v]..self.offsets[v + 1];
+        self.targets[range.clone()]
+            .iter()
+            .zip(&self.weights[range])
+            .map(|(&t, &w)| (t as usize, w))
+    }
+
+    fn degree(&self, v: usize) -> usize {
+        self.offsets[v + 1] - self.offsets[v]
+    }
+
+    /// The subgraph induced by `vertices` (local numbering = position); `local` is a
+    /// scratch array of NONE, left as it was found.
+    fn induced(graph: &SymGraph, vertices: &[u32], local: &mut [u32]) -> Csr {
+        for (k, &v) in vertices.iter().enumerate() {
+            local[v as usize] = k as u32;
+        }
+        let mut offsets = Vec::with_capacity(vertices.len() + 1);
+        offsets.push(0);
+        let mut targets = Vec::new();
+        let mut weights = Vec::new();
+        for &v in vertices {
+            for (u, w) in graph.neighbors(v as usize) {
+                let lu = local[u];
+                if lu != NONE && w != 0.0 {
+                    targets.push(lu);
+                    weights.push(w);
+                }
+            }
+            offsets.push(targets.len());
+        }
+        for &v in vertices {
+            local[v as usize] = NONE;
+        }
+        Csr {
+            offsets,
+            targets,
+            weights,
+            vertex_weight: vec![1; vertices.len()],
+        }
+    }
+
+    /// Heavy-edge matching contraction; returns the coarse graph and the fine-to-coarse
+    /// map, or `None` when the graph barely shrinks.
+    fn coarsen(&self, rng: &mut XorShift, max_weight: u64) -> Option<(Csr, Vec<u32>)> {
+        let n = self.order();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        for i in (1..n).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        let mut mate = vec![NONE; n];
+        let mut lonely: Option<usize> = None;
+        for &v in &order {
+            let v = v as usize;
+            if mate[v] != NONE {
+                continue;
+            }
+            let mut best: Option<(f64, u64, usize)> = None;
+            for (u, w) in self.neighbors(v) {
+                if u == v
+                    || mate[u] != NONE
+                    || self.vertex_weight[u] + self.vertex_weight[v] > max_weight
+                {
+                    continue;
+                }
+                let better = match best {
+                    None => true,
+                    Some((bw, bvw, _)) => w > bw || (w == bw && self.vertex_weight[u] < bvw),
+                };
+                if better {
+                    best = Some((w, self.vertex_weight[u], u));
+                }
+            }
+            match best {
+                Some((_, _, u)) => {
+                    mate[v] = u as u32;
+                    mate[u] = v as u32;
+                }
+                None if self.degree(v) == 0 => match lonely.take() {
+                    // Isolated vertices pair up with each other.
+                    Some(u) if self.vertex_weight[u] + self.vertex_weight[v] <= max_weight => {
+                        mate[v] = u as u32;
+                        mate[u] = v as u32;
+                    }
+                    _ => {
+                        mate[v] = v as u32;
+                        lonely = Some(v);
+                    }
+                },
+                None => mate[v] = v as u32,
+            }
+        }
+        let mut map = vec![NONE; n];
+        let mut firsts: Vec<u32> = Vec::new();
+        for v in 0..n {
+            if map[v] != NONE {
+                continue;
+            }
+            let c = firsts.len() as u32;
+            map[v] = c;
+            map[mate[v] as usize] = c;
+            firsts.push(v as u32);
+        }
+        let coarse_n = firsts.len();
+        if coarse_n * 20 > n * 19 {
+            return None;
+        }
+        let mut offsets = Vec::with_capacity(coarse_n + 1);
+        offsets.push(0);
+        let mut targets: Vec<u32> = Vec::new();
+        let mut weights: Vec<f64> = Vec::new();
+        let mut vertex_weight = Vec::with_capacity(coarse_n);
+        let mut slot = vec![usize::MAX; coarse_n];
+        for (c, &v) in firsts.iter().enumerate() {
+            let row_begin = targets.len();
+            let v = v as usize;
+            let m = mate[v] as usize;
+            let members: &[usize] = if m == v { &[v][..] } else { &[v, m][..] };
+            let mut weight = 0;
+            for &x in members {
+                weight += self.vertex_weight[x];
+                for (u, w) in self.neighbors(x) {
+                    let cu = map[u] as usize;
+                    if cu == c {
+                        continue;
+                    }
+                    if slot[cu] == usize::MAX || slot[cu] < row_begin {
+                        slot[cu] = targets.len();
+                        targets.push(cu as u32);
+                        weights.push(w);
+                    } else {
+                        weights[slot[cu]] += w;
+                    }
+                }
+            }
+            vertex_weight.push(weight);
+            offsets.push(targets.len());
+        }
+        Some((
+            Csr {
+                offsets,
+                targets,
+                weights,
+                vertex_weight,
+            },
+            map,
+        ))
+    }
+}
+
+/// Side (0 = left, 1 = right) of every vertex of `fine`, the left side holding exactly
+/// `left_weight` vertex weight.
+fn multilevel_bisection(fine: Csr, left_weight: u64) -> Vec<u8> {
+    let total: u64 = fine.vertex_weight.iter().sum();
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ fine.order() as u64);
+    let max_weight = (total / (2 * COARSEST as u64)).max(2);
+    let mut graphs = vec![fine];
+    let mut maps: Vec<Vec<u32>> = Vec::new();
+    while let Some(last) = graphs.last() {
+        if last.order() <= COARSEST {
+            break;
+        }
+        match last.coarsen(&mut rng, max_weight) {
+            Some((coarse, map)) => {
+                graphs.push(coarse);
+                maps.push(map);
+            }
+            None => break,
+        }
+    }
+    let Some(coarsest) = graphs.last() else {
+        return Vec::new();
+    };
+    let mut side = initial_bisection(coarsest, left_weight);
+    for level in (0..maps.len()).rev() {
+        let map = &maps[level];
+        side = map.iter().map(|&c| side[c as usize]).collect();
+        let g = &graphs[level];
+        let tolerance = if level == 0 { 0 } else { max_vertex_weight(g) };
+        fm_refine(g, &mut side, left_weight, tolerance);
+    }
+    if maps.is_empty() {
+        fm_refine(&graphs[0], &mut side, left_weight, 0);
+    }
+    force_balance(&graphs[0], &mut side, left_weight);
+    side
+}
+
+fn max_vertex_weight(g: &Csr) -> u64 {
+    g.vertex_weight.iter().copied().max().unwrap_or(1)
+}
+
+/// Greedy graph growing from a few seeds (the first a pseudo-peripheral vertex), each
+/// refined by FM; the cheapest balanced result.
+fn initial_bisection(g: &Csr, left_weight: u64) -> Vec<u8> {
+    let n = g.order();
+    let tolerance = max_vertex_weight(g);
+    let mut best: Option<(u64, f64, Vec<u8>)> = None;
+    let mut seeds = vec![pseudo_peripheral(g, 0)];
+    for k in 1..SEEDS.min(n) {
+        let s = k * n / SEEDS;
+        if !seeds.contains(&s) {
+            seeds.push(s);
+        }
+    }
+    for seed in seeds {
+        let mut side = grow(g, seed, left_weight);
+        fm_refine(g, &mut side, left_weight, tolerance);
+        let state = (violation(g, &side, left_weight, 0), cut(g, &side));
+        if best
+            .as_ref()
+            .is_none_or(|b| state.0 < b.0 || (state.0 == b.0 && state.1 < b.1 - 1e-9))
+        {
+            best = Some((state.0, state.1, side));
+        }
+    }
+    best.map(|b| b.2).unwrap_or_else(|| vec![1; n])
+}
+
+fn cut(g: &Csr, side: &[u8]) -> f64 {
+    let mut total = 0.0;
+    for v in 0..g.order() {
+        for (u, w) in g.neighbors(v) {
+            if side[u] != side[v] {
+                total += w;
+            }
+        }
+    }
+    total / 2.0
+}
+
+fn left_weight_of(g: &Csr, side: &[u8]) -> u64 {
+    side.iter()
+        .zip(&g.vertex_weight)
+        .filter(|(s, _)| **s == 0)
+        .map(|(_, w)| w)
+        .sum()
+}
+
+fn violation(g: &Csr, side: &[u8], target: u64, tolerance: u64) -> u64 {
+    left_weight_of(g, side)
+        .abs_diff(target)
+        .saturating_sub(tolerance)
+}
+
+/// Breadth-first distances from `from` (u32::MAX where unreachable) and the visit order.
+fn bfs(g: &Csr, from: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut dist = vec![u32::MAX; g.order()];
+    let mut order = Vec::with_capacity(g.order());
+    dist[from] = 0;
+    order.push(from as u32);
+    let mut head = 0;
+    while head < order.len() {
+        let v = order[head] as usize;
+        head += 1;
+        for (u, _) in g.neighbors(v) {
+            if dist[u] == u32::MAX {
+                dist[u] = dist[v] + 1;
+                order.push(u as u32);
+            }
+        }
+    }
+    (dist, order)
+}
+
+/// The end of two breadth-first sweeps from `start`.
+fn pseudo_peripheral(g: &Csr, start: usize) -> usize {
+    let mut v = start;
+    for _ in 0..2 {
+        let (_, order) = bfs(g, v);
+        v = order.last().map_or(v, |&x| x as usize);
+    }
+    v
+}
+
+/// Greedy graph growing: the left side grows from `seed`, each time by the vertex that
+/// increases the cut least (closest to the seed on ties), up to `left_weight`.
+fn grow(g: &Csr, seed: usize, left_weight: u64) -> Vec<u8> {
+    let n = g.order();
+    let (dist, bfs_order) = bfs(g, seed);
+    let mut fallback: Vec<u32> = bfs_order;
+    fallback.extend((0..n as u32).filter(|&v| dist[v as usize] == u32::MAX));
+    let mut cursor = 0;
+    let mut side = vec![1u8; n];
+    let mut towards = vec![0.0f64; n];
+    let weighted_degree: Vec<f64> = (0..n).map(|v| g.neighbors(v).map(|e| e.1).sum()).collect();
+    let mut heap: BinaryHeap<(Key, Reverse<u32>, Reverse<u32>)> = BinaryHeap::new();
+    let mut weight = 0u64;
+    let mut next = Some(seed);
+    while weight < left_weight {
+        let v = match next.take() {
+            Some(v) => v,
+            None => {
+                let mut found = None;
+                while let Some((Key(gain), _, Reverse(v))) = heap.pop() {
+                    let v = v as usize;
+                    if side[v] == 1 && gain == 2.0 * towards[v] - weighted_degree[v] {
+                        found = Some(v);
+                        break;
+                    }
+                }
+                match found {
+                    Some(v) => v,
+                    None => {
+                        while cursor < n && side[fallback[cursor] as usize] != 1 {
+                            cursor += 1;
+                        }
+                        match fallback.get(cursor) {
+                            Some(&v) => v as usize,
+                            None => break,
+                        }
+                    }
+                }
+            }
+        };
+        if weight + g.vertex_weight[v] > left_weight && weight > 0 {
+            // Too heavy for what is left (coarse graphs): skip it.
+            side[v] = 2;
+            continue;
+        }
+        side[v] = 0;
+        weight += g.vertex_weight[v];
+        for (u, w) in g.neighbors(v) {
+            if side[u] == 1 {
+                towards[u] += w;
+                let gain = 2.0 * towards[u] - weighted_degree[u];
+                heap.push((Key(gain), Reverse(dist[u]), Reverse(u as u32)));
+            }
+        }
+    }
+    for s in &mut side {
+        if *s == 2 {
+            *s = 1;
+        }
+    }
+    side
+}
+
+/// Fiduccia–Mattheyses passes: moves of single vertices by decreasing gain, each vertex
+/// at most once per pass, the pass cut back to its best prefix. A state is better when
+/// its balance violation (beyond `tolerance`) is smaller, then when its cut is.
+fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64) {
+    let n = g.order();
+    if n < 2 {
+        return;
+    }
+    let max_w = max_vertex_weight(g);
+    let mut gain = vec![0.0f64; n];
+    let mut locked = vec![false; n];
+    let mut moves: Vec<u32> = Vec::new();
+    let stall_limit = (n / 16).clamp(16, 64);
+    for _ in 0..FM_PASSES {
+        let mut left = left_weight_of(g, side);
+        let mut heaps: [BinaryHeap<(Key, Reverse<u32>)>; 2] =
+            [BinaryHeap::new(), BinaryHeap::new()];
+        for v in 0..n {
+            let mut gv = 0.0;
+            let mut boundary = false;
+            for (u, w) in g.neighbors(v) {
+                if side[u] != side[v] {
+                    gv += w;
+                    boundary = true;
+                } else {
+                    gv -= w;
+                }
+            }
+            gain[v] = gv;
+            locked[v] = false;
+            if boundary || left.abs_diff(target) > tolerance {
+                heaps[side[v] as usize].push((Key(gv), Reverse(v as u32)));
+            }
+        }
+        moves.clear();
+        let off = |left: u64| left.abs_diff(target).saturating_sub(tolerance);
+        let mut cut_change = 0.0f64;
+        let (mut best_violation, mut best_change, mut best_len) = (off(left), 0.0f64, 0usize);
+        let mut stall = 0;
+        loop {
+            let mut tops: [Option<(f64, usize)>; 2] = [None, None];
+            for s in 0..2 {
+                while let Some(&(Key(gv), Reverse(v))) = heaps[s].peek() {
+                    let v = v as usize;
+                    if !locked[v] && side[v] as usize == s && gain[v] == gv {
+                        tops[s] = Some((gv, v));
+                        break;
+                    }
+                    heaps[s].pop();
+                }
+            }
+            let now_off = left.abs_diff(target);
+            let after = |s: usize, v: usize| {
+                if s == 0 {
+                    left - g.vertex_weight[v]
+                } else {
+                    left + g.vertex_weight[v]
+                }
+            };
+            let mut choice: Option<(f64, usize, usize)> = None;
+            for (s, top) in tops.iter().enumerate() {
+                let Some((gv, v)) = *top else { continue };
+                let new_off = after(s, v).abs_diff(target);
+                let allowed = if now_off > tolerance {
+                    new_off < now_off
+                } else {
+                    new_off <= tolerance + max_w
+                };
+                if allowed && choice.is_none_or(|c| gv > c.0) {
+                    choice = Some((gv, v, s));
+                }
+            }
+            let Some((gv, v, s)) = choice else { break };
+            heaps[s].pop();
+            left = after(s, v);
+            side[v] = 1 - side[v];
+            locked[v] = true;
+            cut_change -= gv;
+            gain[v] = -gv;
+            moves.push(v as u32);
+            for (u, w) in g.neighbors(v) {
+                if locked[u] {
+                    continue;
+                }
+                if side[u] == side[v] {
+                    gain[u] -= 2.0 * w;
+                } else {
+                    gain[u] += 2.0 * w;
+                }
+                heaps[side[u] as usize].push((Key(gain[u]), Reverse(u as u32)));
+            }
+            let violation_now = off(left);
+            let better = violation_now < best_violation
+                || (violation_now == best_violation
+                    && cut_change < best_change - 1e-9 * (1.0 + best_change.abs()));
+            if better {
+                best_violation = violation_now;
+                best_change = cut_change;
+                best_len = moves.len();
+                stall = 0;
+            } else {
+                stall += 1;
+                if stall > stall_limit {
+                    break;
+                }
+            }
+        }
+        for &v in moves[best_len..].iter().rev() {
+            let v = v as usize;
+            side[v] = 1 - side[v];
+        }
+        if best_len == 0 {
+            break;
+        }
+    }
+}
+
+/// Moves the vertices of the heavy side that cost least until the left side weighs
+/// exactly `target` (unit weights at the finest level make that always possible).
+fn force_balance(g: &Csr, side: &mut [u8], target: u64) {
+    let mut left = left_weight_of(g, side);
+    if left == target {
+        return;
+    }
+    let from: u8 = if left > target { 0 } else { 1 };
+    let mut candidates: Vec<(f64, usize)> = (0..g.order())
+        .filter(|&v| side[v] == from)
+        .map(|v| {
+            let gv: f64 = g
+                .neighbors(v)
+                .map(|(u, w)| if side[u] != side[v] { w } else { -w })
+                .sum();
+            (gv, v)
+        })
+        .collect();
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (_, v) in candidates {
+        if left == target {
+            break;
+        }
+        let w = g.vertex_weight[v];
+        let new_left = if from == 0 { left - w } else { left + w };
+        if new_left.abs_diff(target) < left.abs_diff(target) {
+            side[v] = 1 - from;
+            left = new_left;
+        }
+    }
+}
+
+/// A totally ordered float for the heaps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Key(f64);
+
+impl Eq for Key {}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// A small deterministic generator for the matching order.
+struct XorShift(u64);
+
+impl XorShift {
+    fn below(&mut self, bound: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % bound as u64) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::treematch::patterns::stencil_2d;
+
+    #[test]
+    fn a_grid_is_split_into_compact_tiles() {
+        let g = stencil_2d(256).symmetric();
+        let node = Tree::from_arities(&[2, 8]).unwrap();
+        let tree = Tree::cluster(&node, 16).unwrap();
+        let leaves = recursive_bisection(&g, &tree);
+        let mut seen = leaves.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 256, "injective");
+        // 16 x 16 grid in 16 nodes: 4 x 4 tiles cut 2 x 16 x 3 edges per direction.
+        let mut crossing = 0;
+        for v in 0..256 {
+            for (u, _) in g.neighbors(v) {
+                if u > v && tree.leaves()[leaves[u]].node != tree.leaves()[leaves[v]].node {
+                    crossing += 1;
+                }
+            }
+        }
+        assert!(
+            crossing <= 2 * 16 * 3 + 16,
+            "{crossing} edges between nodes"
+        );
+    }
+
+    #[test]
+    fn fewer_ranks_than_leaves_pack_and_isolated_ranks_are_placed() {
+        let g = SymGraph::empty(37);
+        let node = Tree::from_arities(&[2, 8]).unwrap();
+        let tree = Tree::cluster(&node, 4).unwrap();
+        let leaves = recursive_bisection(&g, &tree);
+        let mut seen = leaves.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 37);
+        assert!(
+            leaves.iter().all(|&l| l < 48),
+            "packed into the first nodes"
+        );
+    }
+}
