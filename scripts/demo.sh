@@ -43,6 +43,7 @@ echo "== rankmig run -n $RANKS --availability av -- jacobi --size $SIZE --iters 
 job=$!
 
 records() { [ -f run/reconfigurations.jsonl ] && wc -l <run/reconfigurations.jsonl || echo 0; }
+progress() { tail -n 1 run/iterations/rank-0.csv 2>/dev/null | cut -d, -f1 || echo 0; }
 wait_until() { # $1 = what, then a command that must succeed
   local what=$1; shift
   local t=0
@@ -57,7 +58,11 @@ started() { [ -f run/iterations/rank-0.csv ]; }
 steps_done=0
 if wait_until "its first availability check" started; then
   for k in 1 2 3 4 5; do
-    grep -v '^#' "$STEPS/step$k.avail" | tr '\n' ' ' | sed "s/^/step $k: /"; echo
+    # Spread the steps over the run: step k at about k/6 of the iterations.
+    due=$((ITERS * k / 6))
+    reached() { [ "$(progress)" -ge "$due" ]; }
+    wait_until "iteration $due" reached || break
+    grep -v '^#' "$STEPS/step$k.avail" | tr '\n' ' ' | sed "s/^/iteration $(progress), step $k: /"; echo
     cp "$STEPS/step$k.avail" av.tmp && mv av.tmp av
     target=$k
     have_records() { [ "$(records)" -ge "$target" ]; }

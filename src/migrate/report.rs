@@ -127,16 +127,12 @@ pub fn table(report: &RunReport) -> String {
 pub fn svg(report: &RunReport) -> String {
     const W: f64 = 960.0;
     const H: f64 = 420.0;
-    const LEFT: f64 = 70.0;
+    const LEFT: f64 = 90.0;
     const RIGHT: f64 = 60.0;
     const TOP: f64 = 30.0;
     const BOTTOM: f64 = 50.0;
     let bins = bin(&report.iterations, 400);
-    let max_total = bins
-        .iter()
-        .map(|b| b.compute + b.scheduling + b.migration)
-        .fold(0.0f64, f64::max)
-        .max(1e-9);
+    let max_total = y_range(&bins);
     let last_iter = report.iterations.last().map_or(1, |i| i.iteration).max(1) as f64;
     let plot_w = W - LEFT - RIGHT;
     let plot_h = H - TOP - BOTTOM;
@@ -161,8 +157,9 @@ pub fn svg(report: &RunReport) -> String {
             (b.scheduling, "#f28e2b"),
             (b.migration, "#e15759"),
         ] {
-            if value > 0.0 {
-                let (y1, y0) = (y_of(base + value), y_of(base));
+            if value > 0.0 && base < max_total {
+                let top = (base + value).min(max_total);
+                let (y1, y0) = (y_of(top), y_of(base));
                 let _ = writeln!(
                     s,
                     r#"<rect x="{x0:.2}" y="{y1:.2}" width="{width:.2}" height="{:.2}" fill="{color}"/>"#,
@@ -170,6 +167,16 @@ pub fn svg(report: &RunReport) -> String {
                 );
             }
             base += value;
+        }
+        if base > max_total {
+            // A clipped bar (a migration): its height is written next to it.
+            let _ = writeln!(
+                s,
+                r##"<text x="{:.2}" y="{:.2}" font-size="10" fill="#e15759">{:.0} ms</text>"##,
+                x0 + width + 2.0,
+                TOP + 24.0,
+                base * 1e3
+            );
         }
     }
     axes(&mut s, LEFT, TOP, plot_w, plot_h, max_total, last_iter);
@@ -198,6 +205,22 @@ pub fn svg(report: &RunReport) -> String {
     legend(&mut s, LEFT, H - 12.0);
     s.push_str("</svg>\n");
     s
+}
+
+/// Top of the y axis: 4 × the 95th percentile of the bars, so ordinary iterations stay
+/// readable; taller bars (migrations) are clipped and labelled.
+fn y_range(bins: &[Bin]) -> f64 {
+    let mut totals: Vec<f64> = bins
+        .iter()
+        .map(|b| b.compute + b.scheduling + b.migration)
+        .collect();
+    totals.sort_by(f64::total_cmp);
+    let max = totals.last().copied().unwrap_or(0.0);
+    let p95 = totals
+        .get(totals.len().saturating_sub(1) * 95 / 100)
+        .copied()
+        .unwrap_or(0.0);
+    max.min(4.0 * p95).max(1e-9)
 }
 
 /// Iterations averaged into at most `max_bins` bins.
