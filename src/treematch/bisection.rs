@@ -24,8 +24,10 @@ const NONE: u32 = u32::MAX;
 const COARSEST: usize = 32;
 /// Greedy-growing seeds tried on the coarsest graph.
 const SEEDS: usize = 2;
-/// FM passes per level.
+/// FM passes on the finest and the coarsest graphs.
 const FM_PASSES: usize = 2;
+/// FM passes on the intermediate graphs.
+const COARSE_FM_PASSES: usize = 1;
 
 /// The leaf of every rank of `graph` (`graph.order() <= tree.leaf_count()`), by
 /// recursive bisection along the tree.
@@ -327,11 +329,15 @@ fn multilevel_bisection(fine: Csr, left_weight: u64) -> Vec<u8> {
         let map = &maps[level];
         side = map.iter().map(|&c| side[c as usize]).collect();
         let g = &graphs[level];
-        let tolerance = if level == 0 { 0 } else { max_vertex_weight(g) };
-        fm_refine(g, &mut side, left_weight, tolerance);
+        let (tolerance, passes) = if level == 0 {
+            (0, FM_PASSES)
+        } else {
+            (max_vertex_weight(g), COARSE_FM_PASSES)
+        };
+        fm_refine(g, &mut side, left_weight, tolerance, passes);
     }
     if maps.is_empty() {
-        fm_refine(&graphs[0], &mut side, left_weight, 0);
+        fm_refine(&graphs[0], &mut side, left_weight, 0, FM_PASSES);
     }
     force_balance(&graphs[0], &mut side, left_weight);
     side
@@ -356,7 +362,7 @@ fn initial_bisection(g: &Csr, left_weight: u64) -> Vec<u8> {
     }
     for seed in seeds {
         let mut side = grow(g, seed, left_weight);
-        fm_refine(g, &mut side, left_weight, tolerance);
+        fm_refine(g, &mut side, left_weight, tolerance, FM_PASSES);
         let state = (violation(g, &side, left_weight, 0), cut(g, &side));
         if best
             .as_ref()
@@ -490,7 +496,7 @@ fn grow(g: &Csr, seed: usize, left_weight: u64) -> Vec<u8> {
 /// Fiduccia–Mattheyses passes: moves of single vertices by decreasing gain, each vertex
 /// at most once per pass, the pass cut back to its best prefix. A state is better when
 /// its balance violation (beyond `tolerance`) is smaller, then when its cut is.
-fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64) {
+fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usize) {
     let n = g.order();
     if n < 2 {
         return;
@@ -500,7 +506,7 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64) {
     let mut locked = vec![false; n];
     let mut moves: Vec<u32> = Vec::new();
     let stall_limit = (n / 16).clamp(16, 64);
-    for _ in 0..FM_PASSES {
+    for _ in 0..passes {
         let mut left = left_weight_of(g, side);
         let mut heaps: [BinaryHeap<(Key, Reverse<u32>)>; 2] =
             [BinaryHeap::new(), BinaryHeap::new()];
