@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{checksum, jacobi, mpi_lock};
+use common::{checksum, children_of, jacobi, mpi_lock};
 use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
 
 const RANKS: usize = 8;
@@ -112,7 +112,31 @@ fn alive(pid: u32) -> bool {
     })
 }
 
-fn finish(child: Child) -> Output {
+/// Waits for `rankmig run` at most three minutes; on a hang, kills it and its `mpirun`
+/// with the ranks, and fails.
+fn finish(mut child: Child) -> Output {
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(180) {
+            for mpirun in children_of(child.id()) {
+                for rank in children_of(mpirun) {
+                    let _ = Command::new("kill")
+                        .args(["-KILL", &rank.to_string()])
+                        .status();
+                }
+                let _ = Command::new("kill")
+                    .args(["-KILL", &mpirun.to_string()])
+                    .status();
+            }
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("killed");
+            panic!(
+                "rankmig run hung; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     child.wait_with_output().expect("rankmig run ends")
 }
 
