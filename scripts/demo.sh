@@ -70,6 +70,10 @@ if wait_until "its first availability check" started; then
     steps_done=$k
   done
 fi
+if [ "$steps_done" -lt 5 ]; then
+  # The job is stuck or gone: stop it (mpirun's ranks are in their own process groups).
+  for m in $(pgrep -P "$job" mpirun); do pkill -KILL -P "$m"; kill -KILL "$m"; done 2>/dev/null || true
+fi
 status=0
 wait "$job" || status=$?
 echo
