@@ -379,7 +379,7 @@ impl Job {
                         "rankmig: availability edit refused, the job keeps its placement: {message}"
                     );
                 }
-                self.record(t0, "refused", Some(message), None, PhaseTimes::default(), 0);
+                self.record(Outcome::refusal("refused", message, t0));
                 return Ok(());
             }
             Seen::Changed { availability, hash } => (availability, hash),
@@ -395,14 +395,7 @@ impl Job {
                         "rankmig: cannot plan for the new availability, the job keeps its placement: {message}"
                     );
                 }
-                self.record(
-                    t0,
-                    "plan failed",
-                    Some(message),
-                    None,
-                    PhaseTimes::default(),
-                    0,
-                );
+                self.record(Outcome::refusal("plan failed", message, t0));
                 return Ok(());
             }
         };
@@ -414,15 +407,7 @@ impl Job {
         self.view = Some(availability);
         if plan.moves.is_empty() {
             self.placement = Some(plan.placement.clone());
-            self.record_plan(
-                scheduling,
-                "no moves",
-                None,
-                &change,
-                &plan,
-                PhaseTimes::default(),
-                0,
-            );
+            self.record(Outcome::of_plan("no moves", &change, &plan, scheduling));
             return Ok(());
         }
         self.migrate(state, &plan, scheduling, &change)
@@ -530,15 +515,10 @@ impl Job {
                     eprintln!("rankmig: migration abandoned, every rank stays: {message}");
                 }
                 self.charge(scheduling, migration_start.elapsed().as_secs_f64());
-                self.record_plan(
-                    scheduling,
-                    "spawn failed",
-                    Some(message),
-                    change,
-                    plan,
-                    phases,
-                    0,
-                );
+                self.record(Outcome {
+                    detail: Some(message),
+                    ..Outcome::of_plan("spawn failed", change, plan, scheduling)
+                });
                 return Ok(());
             }
         };
@@ -562,15 +542,11 @@ impl Job {
         // The old rank 0 measured every phase: it records, whether it stays or leaves.
         self.reconfigurations += 1;
         self.placement = Some(plan.placement.clone());
-        self.record_plan(
-            scheduling,
-            "migrated",
-            None,
-            change,
-            plan,
+        self.record(Outcome {
             phases,
-            largest_state,
-        );
+            state_bytes: largest_state,
+            ..Outcome::of_plan("migrated", change, plan, scheduling)
+        });
         if self.is_root() {
             if let Some(dir) = &self.settings.run_dir {
                 let path = dir.join(format!("placement-{}.txt", self.reconfigurations));
@@ -616,15 +592,8 @@ impl Job {
             .collect()
     }
 
-    fn record(
-        &self,
-        t0: Instant,
-        outcome: &str,
-        detail: Option<String>,
-        change: Option<&str>,
-        phases: PhaseTimes,
-        state_bytes: usize,
-    ) {
+    /// Rank 0 appends what happened at a reconfiguration point to the run directory.
+    fn record(&self, o: Outcome<'_>) {
         if !self.is_root() {
             return;
         }
@@ -635,55 +604,63 @@ impl Job {
             index: self.changes,
             iteration: self.calls,
             at_seconds: self.started.elapsed().as_secs_f64(),
-            change: change.map_or_else(|| detail.clone().unwrap_or_default(), str::to_owned),
+            change: o.change,
             nodes: self.view.as_ref().map_or(0, |v| v.nodes().len()),
-            outcome: outcome.to_owned(),
-            detail,
-            moves: 0,
-            minimum_moves: 0,
-            hop_bytes_before: 0.0,
-            hop_bytes_after: 0.0,
-            scheduling: t0.elapsed().as_secs_f64(),
-            phases,
-            state_bytes,
+            outcome: o.outcome.to_owned(),
+            detail: o.detail,
+            moves: o.plan.map_or(0, |p| p.moves.len()),
+            minimum_moves: o.plan.map_or(0, |p| p.minimum_moves),
+            hop_bytes_before: o.plan.map_or(0.0, |p| p.hop_bytes_before),
+            hop_bytes_after: o.plan.map_or(0.0, |p| p.hop_bytes_after),
+            scheduling: o.scheduling,
+            phases: o.phases,
+            state_bytes: o.state_bytes,
         };
-        let _ = record::append_reconfiguration(dir, &r);
+        if let Err(e) = record::append_reconfiguration(dir, &r) {
+            eprintln!(
+                "rankmig: cannot record the reconfiguration in {}: {e}",
+                dir.display()
+            );
+        }
+    }
+}
+
+/// What happened at one reconfiguration point, for the record.
+struct Outcome<'a> {
+    outcome: &'a str,
+    detail: Option<String>,
+    change: String,
+    plan: Option<&'a Plan>,
+    scheduling: f64,
+    phases: PhaseTimes,
+    state_bytes: usize,
+}
+
+impl<'a> Outcome<'a> {
+    /// An edit or a plan refused: the job keeps its placement.
+    fn refusal(outcome: &'a str, message: String, since: Instant) -> Self {
+        Self {
+            outcome,
+            change: message.clone(),
+            detail: Some(message),
+            plan: None,
+            scheduling: since.elapsed().as_secs_f64(),
+            phases: PhaseTimes::default(),
+            state_bytes: 0,
+        }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record_plan(
-        &self,
-        scheduling: f64,
-        outcome: &str,
-        detail: Option<String>,
-        change: &str,
-        plan: &Plan,
-        phases: PhaseTimes,
-        state_bytes: usize,
-    ) {
-        if !self.is_root() {
-            return;
-        }
-        let Some(dir) = &self.settings.run_dir else {
-            return;
-        };
-        let r = Reconfiguration {
-            index: self.changes,
-            iteration: self.calls,
-            at_seconds: self.started.elapsed().as_secs_f64(),
+    /// A plan was made for `change`.
+    fn of_plan(outcome: &'a str, change: &str, plan: &'a Plan, scheduling: f64) -> Self {
+        Self {
+            outcome,
+            detail: None,
             change: change.to_owned(),
-            nodes: self.view.as_ref().map_or(0, |v| v.nodes().len()),
-            outcome: outcome.to_owned(),
-            detail,
-            moves: plan.moves.len(),
-            minimum_moves: plan.minimum_moves,
-            hop_bytes_before: plan.hop_bytes_before,
-            hop_bytes_after: plan.hop_bytes_after,
+            plan: Some(plan),
             scheduling,
-            phases,
-            state_bytes,
-        };
-        let _ = record::append_reconfiguration(dir, &r);
+            phases: PhaseTimes::default(),
+            state_bytes: 0,
+        }
     }
 }
 
