@@ -203,12 +203,7 @@ fn read_mapping(path: &Path, ranks: usize, leaves: usize) -> Result<Vec<usize>, 
     };
     let mut mapping: Vec<Option<usize>> = vec![None; ranks];
     let mut next_rank = 0usize;
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let data = raw.split('#').next().unwrap_or("").trim();
-        if data.is_empty() {
-            continue;
-        }
+    for (line, data) in rankmig::lines::data_lines(&text) {
         let fields: Vec<&str> = data.split_whitespace().collect();
         let number = |s: &str| {
             s.parse::<usize>()

@@ -30,12 +30,7 @@ pub(super) fn parse(
     origin: &str,
     format: AvailabilityFormat,
 ) -> Result<Vec<NodeOffer>, AvailabilityError> {
-    let lines: Vec<DataLine> = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.split('#').next().unwrap_or("").trim()))
-        .filter(|(_, l)| !l.is_empty())
-        .collect();
+    let lines: Vec<DataLine> = crate::lines::data_lines(text).collect();
     let format = match format {
         AvailabilityFormat::Auto => detect(&lines),
         f => f,

@@ -5,12 +5,7 @@ use super::{CommMatrix, MatrixError};
 /// Parses the dense format. Blank lines and `#` comments are ignored, CRLF is accepted.
 pub(super) fn parse(text: &str, origin: &str) -> Result<CommMatrix, MatrixError> {
     let mut rows: Vec<(usize, Vec<f64>)> = Vec::new();
-    for (index, raw) in text.lines().enumerate() {
-        let line_no = index + 1;
-        let data = raw.split('#').next().unwrap_or("").trim();
-        if data.is_empty() {
-            continue;
-        }
+    for (line_no, data) in crate::lines::data_lines(text) {
         let values = data
             .split_whitespace()
             .map(|field| parse_volume(field, origin, line_no))

@@ -7,12 +7,7 @@ use super::{CommMatrix, MatrixError};
 pub(super) fn parse(text: &str, origin: &str) -> Result<CommMatrix, MatrixError> {
     let mut triples = Vec::new();
     let mut order = 0usize;
-    for (index, raw) in text.lines().enumerate() {
-        let line = index + 1;
-        let data = raw.split('#').next().unwrap_or("").trim();
-        if data.is_empty() {
-            continue;
-        }
+    for (line, data) in crate::lines::data_lines(text) {
         let fields: Vec<&str> = data.split_whitespace().collect();
         let [src, dst, bytes] = fields[..] else {
             return Err(MatrixError::BadLine {

@@ -214,11 +214,7 @@ fn detect_format(path: &Path) -> Result<MatrixFormat, MatrixError> {
         return Ok(MatrixFormat::Prof);
     }
     let text = read(path)?;
-    let data_lines: Vec<&str> = text
-        .lines()
-        .map(|l| l.split('#').next().unwrap_or("").trim())
-        .filter(|l| !l.is_empty())
-        .collect();
+    let data_lines: Vec<&str> = crate::lines::data_lines(&text).map(|(_, l)| l).collect();
     let three_fields = data_lines
         .first()
         .is_some_and(|l| l.split_whitespace().count() == 3);

@@ -47,12 +47,7 @@ impl Placement {
     /// N−1 must appear exactly once.
     pub fn parse(text: &str, origin: &str) -> Result<Self, PlacementError> {
         let mut slots: Vec<Option<(Location, usize)>> = Vec::new();
-        for (i, raw) in text.lines().enumerate() {
-            let line = i + 1;
-            let data = raw.split('#').next().unwrap_or("").trim();
-            if data.is_empty() {
-                continue;
-            }
+        for (line, data) in crate::lines::data_lines(text) {
             let bad = |problem: &str| PlacementError::Line {
                 origin: origin.to_owned(),
                 line,
