@@ -5,13 +5,15 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use mpi::topology::SimpleCommunicator;
-use mpi::traits::{Communicator, CommunicatorCollectives, Root};
+use mpi::traits::{Communicator, CommunicatorCollectives};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::availability::{Availability, AvailabilityFormat};
+use crate::availability::Availability;
 use crate::checkpoint::{CheckpointConfig, CheckpointContext, Handover, Interval, MpiCollective};
 use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
+use crate::monitor::gather::broadcast_bytes;
+use crate::monitor::{self, AvailabilityWatcher, Paused, Row, Traffic, WatchOutcome, Window};
 use crate::planner::{Location, Placement, Plan, PlanOptions, plan};
 use crate::topology::Tree;
 
@@ -48,7 +50,7 @@ pub struct Job {
     next_check: u64,
     location: Location,
     view: Option<Availability>,
-    view_hash: u64,
+    watcher: Option<AvailabilityWatcher>,
     placement: Option<Placement>,
     arrived_state: Option<Vec<u8>>,
     reconfigurations: u64,
@@ -113,20 +115,6 @@ impl CheckpointSettings {
     }
 }
 
-/// The availability as rank 0 saw it at a check.
-#[derive(Debug, Serialize, Deserialize)]
-enum Seen {
-    Unchanged,
-    Changed {
-        availability: Availability,
-        hash: u64,
-    },
-    Refused {
-        message: String,
-        hash: u64,
-    },
-}
-
 impl Job {
     /// Starts the runtime. Collective over `world`. In a process spawned by a
     /// migration, joins the job in place of the rank it replaces (and `config` is
@@ -159,7 +147,7 @@ impl Job {
             calls: 0,
             location,
             view: None,
-            view_hash: 0,
+            watcher: None,
             placement,
             arrived_state: None,
             reconfigurations: 0,
@@ -168,12 +156,15 @@ impl Job {
             last_end: Instant::now(),
             pending_records: Vec::new(),
         };
-        if job.settings.migrates() {
-            if let Seen::Changed { availability, hash } = job.look_at_availability() {
+        monitor::set_job_communicator(&job.comm, None);
+        if let Some(path) = job.settings.availability.clone() {
+            let mut watcher = AvailabilityWatcher::new(path);
+            if let WatchOutcome::Changed { availability } = watcher.check(&job.comm) {
                 job.view = Some(availability);
-                job.view_hash = hash;
             }
+            job.watcher = Some(watcher);
         }
+        job.bind();
         job.note_process("start");
         Ok(job)
     }
@@ -187,6 +178,15 @@ impl Job {
         let a: Assignment = serde_json::from_slice(&arrival.assignment)?;
         let coll = MpiCollective::new(&arrival.comm);
         let ckpt = CheckpointContext::adopt(a.checkpoint.config(), coll, &a.handover)?;
+        // The state message carries the replaced rank's counters, then its state.
+        let (row, state): (Option<Row>, Vec<u8>) =
+            bincode::deserialize(&arrival.state).map_err(|e| MigrateError::State(e.to_string()))?;
+        monitor::set_job_communicator(&arrival.comm, row);
+        let watcher = a
+            .settings
+            .availability
+            .clone()
+            .map(|path| AvailabilityWatcher::resume(path, a.view_hash));
         let job = Self {
             settings: a.settings,
             comm: arrival.comm,
@@ -196,15 +196,16 @@ impl Job {
             next_check: a.next_check,
             location: a.location,
             view: a.view,
-            view_hash: a.view_hash,
+            watcher,
             placement: Some(a.placement),
-            arrived_state: Some(arrival.state),
+            arrived_state: Some(state),
             reconfigurations: a.reconfigurations,
             changes: a.changes,
             started: Instant::now() - Duration::from_secs_f64(a.elapsed.max(0.0)),
             last_end: Instant::now(),
             pending_records: Vec::new(),
         };
+        job.bind();
         job.note_process("arrived");
         Ok(job)
     }
@@ -265,6 +266,7 @@ impl Job {
     /// replaced does not return: its process exits.
     #[doc(hidden)]
     pub fn event<T: Serialize>(&mut self, state: &T) -> Result<(), MigrateError> {
+        let _rankmig_traffic_is_not_counted = Paused::new();
         if self.ckpt_due {
             self.ckpt.event(state)?;
         }
@@ -279,6 +281,11 @@ impl Job {
 
     /// Waits for the last checkpoint and writes the last records. Collective.
     pub fn finalize(&mut self) -> Result<(), MigrateError> {
+        let _rankmig_traffic_is_not_counted = Paused::new();
+        if std::env::var_os("RANKMIG_MATRIX_OUT").is_some() {
+            let matrix = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
+            self.export_matrix(&matrix);
+        }
         self.ckpt.finalize()?;
         self.flush_records();
         self.note_process("finish");
@@ -323,70 +330,48 @@ impl Job {
         }
     }
 
-    /// Rank 0 reads the availability file; everyone gets the same verdict.
-    fn look_at_availability(&mut self) -> Seen {
-        let seen = if self.is_root() {
-            Some(self.read_availability())
-        } else {
-            None
-        };
-        let bytes = seen.map(|s| serde_json::to_vec(&s).unwrap_or_default());
-        let bytes = broadcast_bytes(&self.comm, bytes);
-        serde_json::from_slice(&bytes).unwrap_or(Seen::Unchanged)
-    }
-
-    fn read_availability(&self) -> Seen {
-        let Some(path) = &self.settings.availability else {
-            return Seen::Unchanged;
-        };
-        let text = match std::fs::read(path) {
-            Ok(t) => t,
-            Err(e) => {
-                let message = format!("{}: cannot read availability file: {e}", path.display());
-                return Seen::Refused { message, hash: 1 };
-            }
-        };
-        let hash = xxhash_rust::xxh3::xxh3_64(&text) | 2;
-        if hash == self.view_hash {
-            return Seen::Unchanged;
-        }
-        let text = String::from_utf8_lossy(&text);
-        match Availability::parse(&text, &path.display().to_string(), AvailabilityFormat::Auto) {
-            Ok(availability) => Seen::Changed { availability, hash },
-            Err(e) => Seen::Refused {
-                message: e.to_string(),
-                hash,
-            },
+    /// Binds this process to the real core of its logical location (best effort: a
+    /// failure is reported once and the rank runs unbound).
+    fn bind(&self) {
+        let Some(view) = &self.view else { return };
+        let node_index = view
+            .nodes()
+            .iter()
+            .position(|n| n.name == self.location.node)
+            .unwrap_or(0);
+        let cores = self.settings.cores_per_node.max(1);
+        if let Err(e) = monitor::location::bind_logical_core(node_index, self.location.core, cores)
+        {
+            eprintln!("rankmig: rank {}: {e}", self.comm.rank());
         }
     }
 
     /// Checks the availability; plans and migrates when it changed.
     fn reconfiguration_point<T: Serialize>(&mut self, state: &T) -> Result<(), MigrateError> {
         let t0 = Instant::now();
-        let seen = self.look_at_availability();
-        if !matches!(seen, Seen::Unchanged) {
+        let comm = &self.comm;
+        let seen = self
+            .watcher
+            .as_mut()
+            .map_or(WatchOutcome::Unchanged, |w| w.check(comm));
+        if !matches!(seen, WatchOutcome::Unchanged) {
             self.changes += 1;
         }
-        let (availability, hash) = match seen {
-            Seen::Unchanged => {
+        let availability = match seen {
+            WatchOutcome::Unchanged => {
                 self.charge(t0.elapsed().as_secs_f64(), 0.0);
                 return Ok(());
             }
-            Seen::Refused { message, hash } => {
-                self.view_hash = hash;
-                if self.is_root() {
-                    eprintln!(
-                        "rankmig: availability edit refused, the job keeps its placement: {message}"
-                    );
-                }
+            WatchOutcome::Refused { message } => {
                 self.record(Outcome::refusal("refused", message, t0));
                 return Ok(());
             }
-            Seen::Changed { availability, hash } => (availability, hash),
+            WatchOutcome::Changed { availability } => availability,
         };
-        self.view_hash = hash;
-        let placement = self.gather_placement();
-        let planned = self.plan_on_root(&availability, &placement);
+        let placement = monitor::gather_placement(&self.comm, &self.location);
+        let live = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
+        self.export_matrix(&live);
+        let planned = self.plan_on_root(&availability, &placement, &live);
         let plan = match planned {
             Ok(p) => p,
             Err(message) => {
@@ -413,29 +398,15 @@ impl Job {
         self.migrate(state, &plan, scheduling, &change)
     }
 
-    fn gather_placement(&self) -> Placement {
-        let me = serde_json::to_vec(&self.location).unwrap_or_default();
-        let all = all_gather_bytes(&self.comm, &me);
-        let locations = all
-            .iter()
-            .map(|b| {
-                serde_json::from_slice(b).unwrap_or_else(|_| Location {
-                    node: "?".into(),
-                    core: 0,
-                })
-            })
-            .collect();
-        Placement::new(locations)
-    }
-
     /// Rank 0 plans; everyone receives the plan (or the reason there is none).
     fn plan_on_root(
         &self,
         availability: &Availability,
         placement: &Placement,
+        live: &CommMatrix,
     ) -> Result<Plan, String> {
         let planned: Option<Result<Plan, String>> = self.is_root().then(|| {
-            let graph = self.planning_graph(placement.len())?;
+            let graph = self.planning_graph(placement.len(), live)?;
             let cores = availability
                 .nodes()
                 .iter()
@@ -461,7 +432,8 @@ impl Job {
         message.map(PlanMessage::into_plan)
     }
 
-    fn planning_graph(&self, ranks: usize) -> Result<SymGraph, String> {
+    /// The matrix file given to `rankmig run --matrix`, else the live counts.
+    fn planning_graph(&self, ranks: usize, live: &CommMatrix) -> Result<SymGraph, String> {
         match &self.settings.matrix {
             Some(path) => {
                 let m = CommMatrix::load(path, MatrixFormat::Auto).map_err(|e| e.to_string())?;
@@ -474,7 +446,27 @@ impl Job {
                 }
                 Ok(m.symmetric())
             }
-            None => Ok(SymGraph::empty(ranks)),
+            None => Ok(live.symmetric()),
+        }
+    }
+
+    /// Rank 0 writes the matrix to `RANKMIG_MATRIX_OUT` (TreeMatch's format), if set.
+    fn export_matrix(&self, matrix: &CommMatrix) {
+        if !self.is_root() {
+            return;
+        }
+        let Some(path) = std::env::var_os("RANKMIG_MATRIX_OUT").map(PathBuf::from) else {
+            return;
+        };
+        let tmp = path.with_extension("tmp");
+        let written = std::fs::File::create(&tmp)
+            .and_then(|mut f| matrix.write_dense(&mut f))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            eprintln!(
+                "rankmig: cannot write the matrix to {}: {e}",
+                path.display()
+            );
         }
     }
 
@@ -492,7 +484,10 @@ impl Job {
         let leavers: Vec<usize> = plan.moves.iter().map(|m| m.rank).collect();
         let leaving = leavers.contains(&rank);
         let state_bytes = if leaving {
-            bincode::serialize(state).map_err(|e| MigrateError::State(e.to_string()))?
+            let state =
+                bincode::serialize(state).map_err(|e| MigrateError::State(e.to_string()))?;
+            let row = monitor::snapshot().map(|(total, _)| total);
+            bincode::serialize(&(row, state)).map_err(|e| MigrateError::State(e.to_string()))?
         } else {
             Vec::new()
         };
@@ -562,6 +557,8 @@ impl Job {
             OldRankOutcome::Stay(comm) => {
                 self.comm = comm;
                 self.ckpt.collective_mut().set_communicator(&self.comm);
+                monitor::set_job_communicator(&self.comm, None);
+                monitor::mark_reconfiguration();
                 Ok(())
             }
         }
@@ -581,7 +578,10 @@ impl Job {
                     calls: self.calls,
                     next_check: self.next_check,
                     view: self.view.clone(),
-                    view_hash: self.view_hash,
+                    view_hash: self
+                        .watcher
+                        .as_ref()
+                        .map_or(0, AvailabilityWatcher::last_hash),
                     placement: plan.placement.clone(),
                     reconfigurations: self.reconfigurations + 1,
                     changes: self.changes,
@@ -721,45 +721,4 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "localhost".to_owned())
-}
-
-/// Root 0 broadcasts `bytes` (its `Some`); every rank returns them.
-pub(crate) fn broadcast_bytes(comm: &SimpleCommunicator, bytes: Option<Vec<u8>>) -> Vec<u8> {
-    let root = comm.process_at_rank(0);
-    let mut len = bytes.as_ref().map_or(0u64, |b| b.len() as u64);
-    root.broadcast_into(&mut len);
-    let mut buf = bytes.unwrap_or_else(|| vec![0u8; len as usize]);
-    buf.resize(len as usize, 0);
-    if len > 0 {
-        root.broadcast_into(&mut buf[..]);
-    }
-    buf
-}
-
-/// Every rank's `mine`, in rank order, on every rank.
-pub(crate) fn all_gather_bytes(comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
-    use mpi::datatype::PartitionMut;
-    use mpi::traits::CommunicatorCollectives;
-    let n = comm.size() as usize;
-    let mut lengths = vec![0i32; n];
-    comm.all_gather_into(&(mine.len() as i32), &mut lengths[..]);
-    let displs: Vec<i32> = lengths
-        .iter()
-        .scan(0i32, |acc, &l| {
-            let d = *acc;
-            *acc += l;
-            Some(d)
-        })
-        .collect();
-    let total: i32 = lengths.iter().sum();
-    let mut all = vec![0u8; total as usize];
-    {
-        let mut partition = PartitionMut::new(&mut all[..], &lengths[..], &displs[..]);
-        comm.all_gather_varcount_into(mine, &mut partition);
-    }
-    lengths
-        .iter()
-        .zip(&displs)
-        .map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec())
-        .collect()
 }
