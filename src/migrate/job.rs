@@ -309,14 +309,18 @@ impl Job {
         self.pending_records.clear();
     }
 
+    /// Appends `rank,pid,node,core,event,cpus` to `processes.csv` (cpus = the CPUs the
+    /// process may run on, after binding).
     fn note_process(&self, event: &str) {
         if let Some(dir) = &self.settings.run_dir {
+            let cpus = monitor::location::allowed_cpus().unwrap_or_default();
             let line = format!(
-                "{},{},{},{},{event}",
+                "{},{},{},{},{event},{}",
                 self.comm.rank(),
                 std::process::id(),
                 self.location.node,
-                self.location.core
+                self.location.core,
+                cpus.replace(',', ";")
             );
             let _ = record::append_line(&dir.join("processes.csv"), &line);
         }
