@@ -104,7 +104,13 @@ fn counting() -> bool {
 /// Counts from now on in ranks of `comm` (the job's communicator). Called again after
 /// a migration rebuilds it: counts restart from `carried` (the replaced rank's row for a
 /// new process) or from the current totals.
+///
+/// `RANKMIG_MONITOR=off` in the environment disables counting (calls are only
+/// forwarded), e.g. to measure what counting costs.
 pub fn set_job_communicator(comm: &SimpleCommunicator, carried: Option<Row>) {
+    if std::env::var("RANKMIG_MONITOR").is_ok_and(|v| v == "off") {
+        return;
+    }
     let _pause = Paused::new();
     let raw = comm.as_raw();
     let mut group: ffi::MPI_Group = unsafe { ffi::RSMPI_GROUP_NULL };
