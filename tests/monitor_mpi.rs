@@ -119,3 +119,38 @@ fn live_matrix_agrees_with_open_mpi_monitoring_on_point_to_point() {
     );
     assert_eq!(live, expected_halo(4));
 }
+
+#[test]
+fn every_kind_of_send_is_counted_exactly() {
+    let _lock = mpi_lock();
+    let out = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
+        .arg(common::example("monitor_probe"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = 4usize;
+    for r in 0..n {
+        let down = (r + n - 1) % n; // ring (3 x 1000), immediate (200), sendrecv to r+3 (16)
+        let across = (r + 2) % n; // persistent, started 5 times (5 x 40)
+        for j in 0..n {
+            let p2p = v["p2p"][r][j].as_f64().unwrap();
+            let all = v["all"][r][j].as_f64().unwrap();
+            let expected = if j == down {
+                3216.0
+            } else if j == across {
+                200.0
+            } else {
+                0.0
+            };
+            assert_eq!(p2p, expected, "point-to-point {r} -> {j}");
+            let alltoall = if j == r { 0.0 } else { 8.0 };
+            assert_eq!(all, expected + alltoall, "all traffic {r} -> {j}");
+        }
+    }
+}

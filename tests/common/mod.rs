@@ -15,35 +15,39 @@ pub fn mpi_lock() -> MutexGuard<'static, ()> {
 /// Path of the jacobi example next to this test binary, built once.
 pub fn jacobi() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--quiet", "--example", "jacobi", "--manifest-path"])
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
-        if cfg!(not(debug_assertions)) {
-            cmd.arg("--release");
-        }
-        let built = cmd.status().is_ok_and(|s| s.success());
-        let exe = std::env::current_exe().expect("test binary path");
-        // target/<profile>/deps/checkpoint_mpi-HASH -> target/<profile>/examples/jacobi
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>");
-        let path = profile_dir.join("examples").join("jacobi");
-        assert!(
-            path.exists(),
-            "{} missing and cargo build --example jacobi failed",
+    PATH.get_or_init(|| example("jacobi"))
+}
+
+/// Builds example `name` (with `--release` when these tests are built without debug
+/// assertions) and returns its path next to this test binary.
+pub fn example(name: &str) -> PathBuf {
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--quiet", "--example", name, "--manifest-path"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+    if cfg!(not(debug_assertions)) {
+        cmd.arg("--release");
+    }
+    let built = cmd.status().is_ok_and(|s| s.success());
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/TEST-HASH -> target/<profile>/examples/NAME
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let path = profile_dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} missing and cargo build --example {name} failed",
+        path.display()
+    );
+    if !built {
+        // `cargo test` builds the examples too, so this one is from this build.
+        eprintln!(
+            "cargo build --example {name} failed; using {}",
             path.display()
         );
-        if !built {
-            // `cargo test` builds the examples too, so this one is from this build.
-            eprintln!(
-                "cargo build --example jacobi failed; using {}",
-                path.display()
-            );
-        }
-        path
-    })
+    }
+    path
 }
 
 /// The checksum printed by a successful run.
