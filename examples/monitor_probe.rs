@@ -8,6 +8,8 @@
 //! - the send half of a sendrecv of 16 bytes to r+3 (mod n);
 //! - one all-to-all of 8 bytes to every rank (collective).
 //!
+//! Then the same pattern once more, for the exponentially decayed window.
+//!
 //! ```text
 //! mpirun -np 4 target/release/examples/monitor_probe
 //! ```
@@ -27,13 +29,23 @@ fn main() {
     pattern(&world);
     let p2p = monitor::gather_matrix(&world, Window::SinceStart, Traffic::PointToPoint);
     let all = monitor::gather_matrix(&world, Window::SinceStart, Traffic::All);
+    // Decayed window (alpha = 0.5): the pattern once, then once more.
+    let decayed_once = monitor::gather_matrix(&world, Window::Decayed { alpha: 0.5 }, Traffic::All);
+    pattern(&world);
+    let decayed_twice =
+        monitor::gather_matrix(&world, Window::Decayed { alpha: 0.5 }, Traffic::All);
     if world.rank() == 0 {
         let dense = |m: &rankmig::matrix::CommMatrix| -> Vec<Vec<f64>> {
             (0..m.order())
                 .map(|i| (0..m.order()).map(|j| m.get(i, j)).collect())
                 .collect()
         };
-        let json = serde_json::json!({ "p2p": dense(&p2p), "all": dense(&all) });
+        let json = serde_json::json!({
+            "p2p": dense(&p2p),
+            "all": dense(&all),
+            "decayed_once": dense(&decayed_once),
+            "decayed_twice": dense(&decayed_twice),
+        });
         println!("{json}");
     }
 }

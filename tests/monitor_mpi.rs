@@ -151,6 +151,10 @@ fn every_kind_of_send_is_counted_exactly() {
             assert_eq!(p2p, expected, "point-to-point {r} -> {j}");
             let alltoall = if j == r { 0.0 } else { 8.0 };
             assert_eq!(all, expected + alltoall, "all traffic {r} -> {j}");
+            // alpha = 0.5: the first decayed gather sees the pattern once, the second
+            // half of it plus the pattern again.
+            assert_eq!(v["decayed_once"][r][j].as_f64().unwrap(), all);
+            assert_eq!(v["decayed_twice"][r][j].as_f64().unwrap(), 1.5 * all);
         }
     }
 }

@@ -56,6 +56,10 @@ struct State {
     size: usize,
     total: Row,
     at_reconfiguration: Row,
+    /// Exponentially decayed bytes (point to point + collectives) per destination, and
+    /// the totals when it was last updated.
+    decayed: Vec<f64>,
+    at_decay: Row,
     /// Local rank → job rank, per communicator handle.
     translation: HashMap<usize, Vec<c_int>>,
     /// Persistent send requests: handle → (job rank, bytes).
@@ -140,6 +144,8 @@ pub fn set_job_communicator(comm: &SimpleCommunicator, carried: Option<Row>) {
         job_group: group,
         size,
         at_reconfiguration: total.clone(),
+        decayed: vec![0.0; size],
+        at_decay: total.clone(),
         total,
         translation: HashMap::new(),
         persistent: HashMap::new(),
@@ -165,6 +171,22 @@ pub fn snapshot() -> Option<(Row, Row)> {
     guard
         .as_ref()
         .map(|s| (s.total.clone(), s.total.minus(&s.at_reconfiguration)))
+}
+
+/// Updates and returns the exponentially decayed row: every call multiplies the old
+/// value by `alpha` and adds the bytes (point to point + collectives) sent since the
+/// previous call. Empty when counting is not set up.
+pub fn decayed(alpha: f64) -> Vec<f64> {
+    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(s) = guard.as_mut() else {
+        return Vec::new();
+    };
+    let new = s.total.minus(&s.at_decay);
+    for (j, d) in s.decayed.iter_mut().enumerate() {
+        *d = *d * alpha + (new.p2p_bytes[j] + new.collective_bytes[j]) as f64;
+    }
+    s.at_decay = s.total.clone();
+    s.decayed.clone()
 }
 
 /// Bytes of `count` elements of `datatype`.

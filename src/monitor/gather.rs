@@ -18,6 +18,13 @@ pub enum Window {
     SinceStart,
     /// Since the last reconfiguration.
     SinceReconfiguration,
+    /// Exponentially decayed: at every gather with this window, the previous values are
+    /// multiplied by `alpha` (0 < alpha ≤ 1) and the bytes sent since the previous such
+    /// gather are added. Counts point-to-point and collective bytes.
+    Decayed {
+        /// Weight kept from one gather to the next.
+        alpha: f64,
+    },
 }
 
 /// What the matrix counts.
@@ -34,15 +41,20 @@ pub enum Traffic {
 pub fn gather_matrix(comm: &SimpleCommunicator, window: Window, traffic: Traffic) -> CommMatrix {
     let _pause = Paused::new();
     let n = comm.size() as usize;
-    let row = own_row(n, window, traffic);
-    let mut all = vec![0u64; n * n];
+    let row: Vec<f64> = match window {
+        Window::Decayed { alpha } => {
+            let mut d = super::counters::decayed(alpha);
+            d.resize(n, 0.0);
+            d
+        }
+        _ => own_row(n, window, traffic)
+            .iter()
+            .map(|&b| b as f64)
+            .collect(),
+    };
+    let mut all = vec![0f64; n * n];
     comm.all_gather_into(&row[..], &mut all[..]);
-    CommMatrix::from_triples(
-        n,
-        all.iter()
-            .enumerate()
-            .map(|(k, &b)| (k / n, k % n, b as f64)),
-    )
+    CommMatrix::from_triples(n, all.iter().enumerate().map(|(k, &b)| (k / n, k % n, b)))
 }
 
 fn own_row(n: usize, window: Window, traffic: Traffic) -> Vec<u64> {
@@ -51,7 +63,7 @@ fn own_row(n: usize, window: Window, traffic: Traffic) -> Vec<u64> {
     };
     let row: Row = match window {
         Window::SinceStart => total,
-        Window::SinceReconfiguration => recent,
+        Window::SinceReconfiguration | Window::Decayed { .. } => recent,
     };
     let mut out = vec![0u64; n];
     for (j, slot) in out.iter_mut().enumerate() {
