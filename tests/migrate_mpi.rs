@@ -273,7 +273,7 @@ fn failed_spawn(reference: &str) -> Result<(), Hung> {
 }
 
 #[test]
-fn a_bad_edit_keeps_the_placement() {
+fn bad_half_written_and_deleted_files_keep_the_placement_then_a_good_edit_moves() {
     let _lock = mpi_lock();
     retry_on_hang(bad_edit);
 }
@@ -286,16 +286,37 @@ fn bad_edit() -> Result<(), Hung> {
     wait_for("the first availability check", || first_check_done(d))?;
     set_availability(d, "n1 four\nn2 4\n");
     wait_for("the refusal", || !records(d).is_empty())?;
+    // A half-written file, then a deleted one: refused too, the job stays put.
+    set_availability(d, "n1 4\nn2");
+    wait_for("the second refusal", || records(d).len() >= 2)?;
+    fs::remove_file(d.join("av")).expect("delete availability");
+    wait_for("the third refusal", || records(d).len() >= 3)?;
+    assert!(processes(d).iter().all(|p| p.3 != "left"));
+    // A good edit is then taken: n1's ranks move to n3.
+    set_availability(d, "n1 0\nn2 4\nn3 4\n");
+    wait_for("the migration", || records(d).len() >= 4)?;
     let out = job.finish()?;
     assert!(out.status.success());
     let recs = records(d);
-    assert_eq!(recs[0].outcome, "refused");
+    let outcomes: Vec<&str> = recs.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(
+        outcomes,
+        ["refused", "refused", "refused", "migrated"],
+        "{recs:?}"
+    );
     let detail = recs[0].detail.clone().unwrap_or_default();
     assert!(
         detail.contains(":1:") && detail.contains("'four'"),
         "{detail}"
     );
-    assert!(processes(d).iter().all(|p| p.3 != "left"));
+    let detail = recs[1].detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains(":2:") && detail.contains("'n2'"),
+        "{detail}"
+    );
+    let detail = recs[2].detail.clone().unwrap_or_default();
+    assert!(detail.contains("cannot read"), "{detail}");
+    assert_eq!(recs[3].moves, 4);
     Ok(())
 }
 
