@@ -26,27 +26,8 @@ impl SymGraph {
     }
 
     /// Builds a graph from both-direction triples (duplicates add up).
-    pub fn from_sorted_pairs(n: usize, mut triples: Vec<(u32, u32, f64)>) -> Self {
-        triples.sort_unstable_by_key(|&(i, j, _)| (i, j));
-        let mut offsets = vec![0usize; n + 1];
-        let mut targets = Vec::with_capacity(triples.len());
-        let mut weights: Vec<f64> = Vec::with_capacity(triples.len());
-        let mut last = None;
-        for (i, j, w) in triples {
-            if last == Some((i, j)) {
-                if let Some(x) = weights.last_mut() {
-                    *x += w;
-                }
-                continue;
-            }
-            last = Some((i, j));
-            targets.push(j);
-            weights.push(w);
-            offsets[i as usize + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
+    pub fn from_sorted_pairs(n: usize, triples: Vec<(u32, u32, f64)>) -> Self {
+        let (offsets, targets, weights) = compressed_rows(n, triples);
         Self {
             offsets,
             targets,
@@ -149,6 +130,35 @@ impl SymGraph {
             weights,
         }
     }
+}
+
+/// Compressed rows of `n` rows from `(row, column, value)` triples, sorted here;
+/// repeated (row, column) pairs add up. Returns (row offsets, columns, values).
+pub(super) fn compressed_rows(
+    n: usize,
+    mut triples: Vec<(u32, u32, f64)>,
+) -> (Vec<usize>, Vec<u32>, Vec<f64>) {
+    triples.sort_unstable_by_key(|&(i, j, _)| (i, j));
+    let mut offsets = vec![0usize; n + 1];
+    let mut columns = Vec::with_capacity(triples.len());
+    let mut values: Vec<f64> = Vec::with_capacity(triples.len());
+    let mut last = None;
+    for (i, j, w) in triples {
+        if last == Some((i, j)) {
+            if let Some(x) = values.last_mut() {
+                *x += w;
+            }
+            continue;
+        }
+        last = Some((i, j));
+        columns.push(j);
+        values.push(w);
+        offsets[i as usize + 1] += 1;
+    }
+    for i in 0..n {
+        offsets[i + 1] += offsets[i];
+    }
+    (offsets, columns, values)
 }
 
 #[cfg(test)]

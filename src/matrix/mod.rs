@@ -55,29 +55,13 @@ impl CommMatrix {
         order: usize,
         triples: impl IntoIterator<Item = (usize, usize, f64)>,
     ) -> Self {
-        let mut all: Vec<(u32, u32, f64)> = triples
+        let all: Vec<(u32, u32, f64)> = triples
             .into_iter()
             .filter(|&(i, j, w)| i != j && w != 0.0)
             .map(|(i, j, w)| (i as u32, j as u32, w))
             .collect();
-        all.sort_unstable_by_key(|&(i, j, _)| (i, j));
-        let mut row_start = vec![0usize; order + 1];
-        let mut entries: Vec<(u32, f64)> = Vec::with_capacity(all.len());
-        let mut last: Option<(u32, u32)> = None;
-        for (i, j, w) in all {
-            if last == Some((i, j)) {
-                if let Some(e) = entries.last_mut() {
-                    e.1 += w;
-                }
-                continue;
-            }
-            last = Some((i, j));
-            entries.push((j, w));
-            row_start[i as usize + 1] += 1;
-        }
-        for i in 0..order {
-            row_start[i + 1] += row_start[i];
-        }
+        let (row_start, columns, values) = graph::compressed_rows(order, all);
+        let entries = columns.into_iter().zip(values).collect();
         Self {
             order,
             row_start,
