@@ -239,17 +239,30 @@ fn refine_with_residents(
     landing: &mut [usize],
 ) {
     const PASSES: usize = 8;
-    let mut where_is: Vec<Location> = placement.locations().to_vec();
+    let hops = PositionHops::new(node_tree);
+    let mut names: Vec<String> = Vec::new();
+    let mut intern = |l: &Location| -> Position {
+        let node = match names.iter().position(|n| *n == l.node) {
+            Some(i) => i,
+            None => {
+                names.push(l.node.clone());
+                names.len() - 1
+            }
+        };
+        (node as u32, l.core as u32)
+    };
+    let slot_pos: Vec<Position> = slots.iter().map(&mut intern).collect();
+    let mut where_is: Vec<Position> = placement.locations().iter().map(&mut intern).collect();
     let mut occupant: Vec<Option<usize>> = vec![None; slots.len()];
     for (k, &slot) in landing.iter().enumerate() {
         occupant[slot] = Some(k);
-        where_is[leavers[k]] = slots[slot].clone();
+        where_is[leavers[k]] = slot_pos[slot];
     }
-    let cost_at = |rank: usize, at: &Location, skip: usize, where_is: &[Location]| -> f64 {
+    let cost_at = |rank: usize, at: Position, skip: usize, where_is: &[Position]| -> f64 {
         graph
             .neighbors(rank)
             .filter(|&(x, _)| x != skip)
-            .map(|(x, w)| w * location_hops(node_tree, at, &where_is[x]) as f64)
+            .map(|(x, w)| w * hops.between(at, where_is[x]))
             .sum()
     };
     for _ in 0..PASSES {
@@ -259,16 +272,16 @@ fn refine_with_residents(
             let a = landing[k];
             let mut best: Option<(f64, usize)> = None;
             for b in 0..slots.len() {
-                if b == a || slots[b] == slots[a] {
+                if b == a || slot_pos[b] == slot_pos[a] {
                     continue;
                 }
                 let v = occupant[b].map(|j| leavers[j]);
                 let skip = v.unwrap_or(usize::MAX);
-                let mut delta =
-                    cost_at(u, &slots[b], skip, &where_is) - cost_at(u, &slots[a], skip, &where_is);
+                let mut delta = cost_at(u, slot_pos[b], skip, &where_is)
+                    - cost_at(u, slot_pos[a], skip, &where_is);
                 if let Some(v) = v {
-                    delta +=
-                        cost_at(v, &slots[a], u, &where_is) - cost_at(v, &slots[b], u, &where_is);
+                    delta += cost_at(v, slot_pos[a], u, &where_is)
+                        - cost_at(v, slot_pos[b], u, &where_is);
                 }
                 if delta < -1e-9 && best.is_none_or(|(d, _)| delta < d) {
                     best = Some((delta, b));
@@ -277,17 +290,59 @@ fn refine_with_residents(
             if let Some((_, b)) = best {
                 if let Some(j) = occupant[b] {
                     landing[j] = a;
-                    where_is[leavers[j]] = slots[a].clone();
+                    where_is[leavers[j]] = slot_pos[a];
                 }
                 occupant[a] = occupant[b];
                 occupant[b] = Some(k);
                 landing[k] = b;
-                where_is[u] = slots[b].clone();
+                where_is[u] = slot_pos[b];
                 improved = true;
             }
         }
         if !improved {
             break;
+        }
+    }
+}
+
+/// A location as (node number, core), for the refinement's inner loop.
+type Position = (u32, u32);
+
+/// Tree edges between positions, with the node tree's core distances precomputed
+/// (same rule as [`location_hops`]).
+struct PositionHops {
+    cores: usize,
+    between_cores: Vec<f64>,
+    between_nodes: f64,
+}
+
+impl PositionHops {
+    fn new(node_tree: &Tree) -> Self {
+        let cores = node_tree.leaf_count();
+        let between_cores = (0..cores * cores)
+            .map(|k| node_tree.hops(k / cores, k % cores) as f64)
+            .collect();
+        let far = Location {
+            node: "a".into(),
+            core: 0,
+        };
+        let other = Location {
+            node: "b".into(),
+            core: 0,
+        };
+        Self {
+            cores,
+            between_cores,
+            between_nodes: location_hops(node_tree, &far, &other) as f64,
+        }
+    }
+
+    #[inline]
+    fn between(&self, a: Position, b: Position) -> f64 {
+        if a.0 != b.0 {
+            self.between_nodes
+        } else {
+            self.between_cores[a.1 as usize * self.cores + b.1 as usize]
         }
     }
 }
