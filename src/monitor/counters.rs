@@ -2,13 +2,21 @@
 //! communicator.
 //!
 //! Fed by the interposed MPI functions ([`super::interpose`]). Counting starts when the
-//! job communicator is set ([`set_job_communicator`]); before that, and while rankmig
-//! itself communicates ([`Paused`]), calls are only forwarded.
+//! job communicator is set ([`set_job_communicator`]); before that, while rankmig itself
+//! communicates ([`Paused`]), and while counting is switched off ([`set_counting`] or
+//! `RANKMIG_MONITOR=off`), calls are only forwarded.
+//!
+//! The hot path takes no lock: the counters are a dense `Vec<AtomicU64>` per kind,
+//! shared through an `Arc` that every thread caches with the generation it was read at
+//! (the generation changes when the job communicator is replaced or a communicator is
+//! freed); each thread also caches the rank translation of the communicators it sends
+//! on. Only persistent requests go through a mutex, and only when some exist.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::os::raw::c_int;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use mpi::ffi;
 use mpi::raw::AsRaw;
@@ -26,7 +34,13 @@ pub struct Row {
 }
 
 impl Row {
-    fn zeros(n: usize) -> Self {
+    /// A row of `n` zeros.
+    ///
+    /// ```
+    /// let r = rankmig::monitor::Row::zeros(3);
+    /// assert_eq!(r.p2p_bytes, vec![0, 0, 0]);
+    /// ```
+    pub fn zeros(n: usize) -> Self {
         Self {
             p2p_bytes: vec![0; n],
             p2p_messages: vec![0; n],
@@ -34,7 +48,16 @@ impl Row {
         }
     }
 
-    /// Element-wise `self − other` (saturating).
+    /// Element-wise `self − other` (saturating; missing entries count as 0).
+    ///
+    /// ```
+    /// use rankmig::monitor::Row;
+    /// let mut a = Row::zeros(2);
+    /// a.p2p_bytes = vec![10, 4];
+    /// let mut b = Row::zeros(2);
+    /// b.p2p_bytes = vec![3, 9];
+    /// assert_eq!(a.minus(&b).p2p_bytes, vec![7, 0]);
+    /// ```
     pub fn minus(&self, other: &Row) -> Row {
         let sub = |a: &[u64], b: &[u64]| -> Vec<u64> {
             a.iter()
@@ -50,32 +73,109 @@ impl Row {
     }
 }
 
-struct State {
-    job_comm: ffi::MPI_Comm,
+/// Dense atomic counters of one job communicator.
+struct Counters {
+    job_comm: usize,
     job_group: ffi::MPI_Group,
     size: usize,
-    total: Row,
-    at_reconfiguration: Row,
-    /// Exponentially decayed bytes (point to point + collectives) per destination, and
-    /// the totals when it was last updated.
-    decayed: Vec<f64>,
-    at_decay: Row,
-    /// Local rank → job rank, per communicator handle.
-    translation: HashMap<usize, Vec<c_int>>,
-    /// Persistent send requests: handle → (job rank, bytes).
-    persistent: HashMap<usize, (usize, u64)>,
+    p2p_bytes: Vec<AtomicU64>,
+    p2p_messages: Vec<AtomicU64>,
+    collective_bytes: Vec<AtomicU64>,
+    /// Baselines of the windows, touched only by gathers and reconfigurations.
+    windows: Mutex<Windows>,
 }
 
-// SAFETY: the raw MPI handles are plain identifiers used under the mutex only.
-unsafe impl Send for State {}
+/// Totals at the last reconfiguration and at the last decayed gather.
+struct Windows {
+    at_reconfiguration: Row,
+    at_decay: Row,
+    decayed_p2p: Vec<f64>,
+    decayed_all: Vec<f64>,
+}
 
-static STATE: Mutex<Option<State>> = Mutex::new(None);
+// SAFETY: the group handle is a plain identifier, used (translated against) only
+// through the MPI library, which the job initialised with the thread level it needs.
+unsafe impl Send for Counters {}
+// SAFETY: as above; everything else is atomics or behind a mutex.
+unsafe impl Sync for Counters {}
+
+impl Counters {
+    fn new(job_comm: usize, job_group: ffi::MPI_Group, start: &Row, size: usize) -> Self {
+        let atomics = |v: &[u64]| -> Vec<AtomicU64> {
+            (0..size)
+                .map(|j| AtomicU64::new(v.get(j).copied().unwrap_or(0)))
+                .collect()
+        };
+        let start = Row {
+            p2p_bytes: start.p2p_bytes.iter().copied().take(size).collect(),
+            p2p_messages: start.p2p_messages.iter().copied().take(size).collect(),
+            collective_bytes: start.collective_bytes.iter().copied().take(size).collect(),
+        };
+        Self {
+            job_comm,
+            job_group,
+            size,
+            p2p_bytes: atomics(&start.p2p_bytes),
+            p2p_messages: atomics(&start.p2p_messages),
+            collective_bytes: atomics(&start.collective_bytes),
+            windows: Mutex::new(Windows {
+                at_reconfiguration: start.clone(),
+                at_decay: start,
+                decayed_p2p: vec![0.0; size],
+                decayed_all: vec![0.0; size],
+            }),
+        }
+    }
+
+    fn total(&self) -> Row {
+        let read = |v: &[AtomicU64]| v.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+        Row {
+            p2p_bytes: read(&self.p2p_bytes),
+            p2p_messages: read(&self.p2p_messages),
+            collective_bytes: read(&self.collective_bytes),
+        }
+    }
+
+    fn windows(&self) -> std::sync::MutexGuard<'_, Windows> {
+        self.windows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The counters of the current job communicator (`None` before it is set).
+static CURRENT: RwLock<Option<Arc<Counters>>> = RwLock::new(None);
+/// Bumped when [`CURRENT`] is replaced or a communicator is freed: threads then
+/// re-read [`CURRENT`] and drop their rank translations.
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+/// Runtime switch ([`set_counting`]).
+static ENABLED: AtomicBool = AtomicBool::new(true);
+/// Persistent send requests: handle → (job rank, bytes), with their number (so that
+/// `MPI_Start` on a job without persistent sends takes no lock).
+static PERSISTENT: Mutex<Option<HashMap<usize, (usize, u64)>>> = Mutex::new(None);
+static PERSISTENT_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// One thread's view: the counters and the rank translations it has looked up.
+struct Local {
+    generation: u64,
+    counters: Option<Arc<Counters>>,
+    /// Communicator handle → job rank of each rank one can send to on it (< 0: none).
+    translation: HashMap<usize, Box<[c_int]>>,
+}
 
 thread_local! {
     static PAUSED: Cell<bool> = const { Cell::new(false) };
+    static LOCAL: RefCell<Local> = RefCell::new(Local {
+        generation: 0,
+        counters: None,
+        translation: HashMap::new(),
+    });
 }
 
 /// While alive, this thread's MPI calls are not counted (rankmig's own traffic).
+///
+/// ```no_run
+/// let _rankmig_traffic = rankmig::monitor::Paused::new();
+/// // MPI calls made here are forwarded, not counted.
+/// ```
 pub struct Paused {
     was: bool,
 }
@@ -101,19 +201,49 @@ impl Drop for Paused {
     }
 }
 
-fn counting() -> bool {
-    !PAUSED.with(Cell::get)
+/// Switches counting on or off for the whole process at run time (calls are always
+/// forwarded). `RANKMIG_MONITOR=off` switches it off when the job communicator is set.
+///
+/// ```no_run
+/// rankmig::monitor::set_counting(false); // e.g. to measure what counting costs
+/// ```
+pub fn set_counting(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Whether this thread counts now: switched on, not paused, and a job communicator set.
+pub(super) fn active() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+        && !PAUSED.with(Cell::get)
+        && LOCAL.with(|l| refreshed(&mut l.borrow_mut()).is_some())
+}
+
+/// Brings this thread's view up to date; the counters, if counting is set up.
+fn refreshed(local: &mut Local) -> Option<Arc<Counters>> {
+    let now = GENERATION.load(Ordering::Acquire);
+    if local.generation != now {
+        local.generation = now;
+        local.translation.clear();
+        local.counters = CURRENT.read().unwrap_or_else(|e| e.into_inner()).clone();
+    }
+    local.counters.clone()
 }
 
 /// Counts from now on in ranks of `comm` (the job's communicator). Called again after
-/// a migration rebuilds it: counts restart from `carried` (the replaced rank's row for a
-/// new process) or from the current totals.
+/// a migration rebuilds it: counts restart from `carried` (the replaced rank's row, for
+/// a new process) or carry on from the current totals (when the size is unchanged).
 ///
-/// `RANKMIG_MONITOR=off` in the environment disables counting (calls are only
+/// `RANKMIG_MONITOR=off` in the environment switches counting off (calls are only
 /// forwarded), e.g. to measure what counting costs.
+///
+/// ```no_run
+/// let universe = mpi::initialize().expect("MPI");
+/// let world = universe.world();
+/// rankmig::monitor::set_job_communicator(&world, None);
+/// ```
 pub fn set_job_communicator(comm: &SimpleCommunicator, carried: Option<Row>) {
     if std::env::var("RANKMIG_MONITOR").is_ok_and(|v| v == "off") {
-        return;
+        set_counting(false);
     }
     let _pause = Paused::new();
     let raw = comm.as_raw();
@@ -124,32 +254,19 @@ pub fn set_job_communicator(comm: &SimpleCommunicator, carried: Option<Row>) {
         ffi::PMPI_Comm_group(raw, &mut group);
         ffi::PMPI_Comm_size(raw, &mut size);
     }
-    let size = size.max(0) as usize;
-    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let previous = guard.take();
-    let total = match (carried, previous) {
+    let size = usize::try_from(size).unwrap_or(0);
+    let mut current = CURRENT.write().unwrap_or_else(|e| e.into_inner());
+    let start = match (carried, current.as_ref()) {
         (Some(row), _) => row,
-        (None, Some(old)) if old.size == size => {
-            free_group(old.job_group);
-            old.total
-        }
-        (None, Some(old)) => {
-            free_group(old.job_group);
-            Row::zeros(size)
-        }
-        (None, None) => Row::zeros(size),
+        (None, Some(old)) if old.size == size => old.total(),
+        _ => Row::zeros(size),
     };
-    *guard = Some(State {
-        job_comm: raw,
-        job_group: group,
-        size,
-        at_reconfiguration: total.clone(),
-        decayed: vec![0.0; size],
-        at_decay: total.clone(),
-        total,
-        translation: HashMap::new(),
-        persistent: HashMap::new(),
-    });
+    if let Some(old) = current.take() {
+        free_group(old.job_group);
+    }
+    *current = Some(Arc::new(Counters::new(raw.0 as usize, group, &start, size)));
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    forget_all_requests();
 }
 
 fn free_group(mut group: ffi::MPI_Group) {
@@ -157,36 +274,64 @@ fn free_group(mut group: ffi::MPI_Group) {
     unsafe { ffi::PMPI_Group_free(&mut group) };
 }
 
+fn current() -> Option<Arc<Counters>> {
+    CURRENT.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 /// Starts the "since the last reconfiguration" window now.
+///
+/// ```no_run
+/// rankmig::monitor::mark_reconfiguration();
+/// ```
 pub fn mark_reconfiguration() {
-    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = guard.as_mut() {
-        s.at_reconfiguration = s.total.clone();
+    if let Some(c) = current() {
+        let total = c.total();
+        c.windows().at_reconfiguration = total;
     }
 }
 
-/// This process's counts since start, and since the last reconfiguration.
+/// This process's counts since start, and since the last reconfiguration (`None`
+/// before the job communicator is set).
+///
+/// ```no_run
+/// if let Some((total, recent)) = rankmig::monitor::snapshot() {
+///     println!("{:?} {:?}", total.p2p_bytes, recent.p2p_bytes);
+/// }
+/// ```
 pub fn snapshot() -> Option<(Row, Row)> {
-    let guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    guard
-        .as_ref()
-        .map(|s| (s.total.clone(), s.total.minus(&s.at_reconfiguration)))
+    let c = current()?;
+    let total = c.total();
+    let recent = total.minus(&c.windows().at_reconfiguration);
+    Some((total, recent))
 }
 
-/// Updates and returns the exponentially decayed row: every call multiplies the old
-/// value by `alpha` and adds the bytes (point to point + collectives) sent since the
-/// previous call. Empty when counting is not set up.
-pub fn decayed(alpha: f64) -> Vec<f64> {
-    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(s) = guard.as_mut() else {
-        return Vec::new();
+/// Updates and returns the exponentially decayed rows (point to point, and point to
+/// point plus collectives): every call multiplies the old values by `alpha` and adds
+/// the bytes sent since the previous call. Empty when counting is not set up.
+pub fn decayed(alpha: f64) -> (Vec<f64>, Vec<f64>) {
+    let Some(c) = current() else {
+        return (Vec::new(), Vec::new());
     };
-    let new = s.total.minus(&s.at_decay);
-    for (j, d) in s.decayed.iter_mut().enumerate() {
-        *d = *d * alpha + (new.p2p_bytes[j] + new.collective_bytes[j]) as f64;
+    let total = c.total();
+    let mut w = c.windows();
+    let new = total.minus(&w.at_decay);
+    let Windows {
+        decayed_p2p,
+        decayed_all,
+        ..
+    } = &mut *w;
+    for (j, (p, a)) in decayed_p2p
+        .iter_mut()
+        .zip(decayed_all.iter_mut())
+        .enumerate()
+    {
+        let p2p = new.p2p_bytes.get(j).copied().unwrap_or(0) as f64;
+        let coll = new.collective_bytes.get(j).copied().unwrap_or(0) as f64;
+        *p = *p * alpha + p2p;
+        *a = *a * alpha + p2p + coll;
     }
-    s.at_decay = s.total.clone();
-    s.decayed.clone()
+    w.at_decay = total;
+    (w.decayed_p2p.clone(), w.decayed_all.clone())
 }
 
 /// Bytes of `count` elements of `datatype`.
@@ -194,88 +339,140 @@ pub(super) fn bytes_of(count: c_int, datatype: ffi::MPI_Datatype) -> u64 {
     let mut size: c_int = 0;
     // SAFETY: a datatype handle given by the application to an MPI call.
     unsafe { ffi::PMPI_Type_size(datatype, &mut size) };
-    (count.max(0) as u64) * (size.max(0) as u64)
+    u64::try_from(count).unwrap_or(0) * u64::try_from(size).unwrap_or(0)
 }
 
-/// Records a point-to-point send of `bytes` to `dest` (a rank of `comm`).
-pub(super) fn record_send(comm: ffi::MPI_Comm, dest: c_int, bytes: u64) {
-    if !counting() {
-        return;
+/// Runs `f` with the counters and the job rank of `dest` (a rank of `comm`), when this
+/// thread counts and `dest` is in the job.
+fn with_job_rank(comm: ffi::MPI_Comm, dest: c_int, f: impl FnOnce(&Counters, usize)) {
+    if !ENABLED.load(Ordering::Relaxed) || PAUSED.with(Cell::get) || dest < 0 {
+        return; // dest < 0: MPI_PROC_NULL and the like
     }
-    with_state(|s| {
-        if let Some(job_rank) = s.job_rank(comm, dest) {
-            s.total.p2p_bytes[job_rank] += bytes;
-            s.total.p2p_messages[job_rank] += 1;
+    LOCAL.with(|l| {
+        let mut local = l.borrow_mut();
+        let Some(counters) = refreshed(&mut local) else {
+            return;
+        };
+        if let Some(job) = job_rank(&mut local, &counters, comm, dest) {
+            f(&counters, job);
         }
     });
 }
 
-/// Records `bytes` sent to each local rank in `dests` inside a collective on `comm`.
+fn job_rank(local: &mut Local, c: &Counters, comm: ffi::MPI_Comm, rank: c_int) -> Option<usize> {
+    let rank = usize::try_from(rank).ok()?;
+    let key = comm.0 as usize;
+    if key == c.job_comm {
+        return (rank < c.size).then_some(rank);
+    }
+    let table = local
+        .translation
+        .entry(key)
+        .or_insert_with(|| translate(comm, c.job_group));
+    let job = usize::try_from(*table.get(rank)?).ok()?;
+    (job < c.size).then_some(job)
+}
+
+/// Records a point-to-point send of `count` elements of `datatype` to `dest`.
+pub(super) fn record_send(
+    comm: ffi::MPI_Comm,
+    dest: c_int,
+    count: c_int,
+    datatype: ffi::MPI_Datatype,
+) {
+    with_job_rank(comm, dest, |c, j| {
+        c.p2p_bytes[j].fetch_add(bytes_of(count, datatype), Ordering::Relaxed);
+        c.p2p_messages[j].fetch_add(1, Ordering::Relaxed);
+    });
+}
+
+/// Records `bytes` sent to each rank `dest` of `comm` inside a collective.
 pub(super) fn record_collective(comm: ffi::MPI_Comm, dests: impl Iterator<Item = (c_int, u64)>) {
-    if !counting() {
-        return;
+    for (dest, bytes) in dests {
+        with_job_rank(comm, dest, |c, j| {
+            c.collective_bytes[j].fetch_add(bytes, Ordering::Relaxed);
+        });
     }
-    with_state(|s| {
-        for (dest, bytes) in dests {
-            if let Some(job_rank) = s.job_rank(comm, dest) {
-                s.total.collective_bytes[job_rank] += bytes;
-            }
-        }
-    });
 }
 
-/// Remembers a persistent send request.
+/// Remembers a persistent send request, counted at each start.
 pub(super) fn record_persistent(
     request: ffi::MPI_Request,
     comm: ffi::MPI_Comm,
     dest: c_int,
-    bytes: u64,
+    count: c_int,
+    datatype: ffi::MPI_Datatype,
 ) {
-    if !counting() {
-        return;
-    }
-    with_state(|s| {
-        if let Some(job_rank) = s.job_rank(comm, dest) {
-            s.persistent.insert(request.0 as usize, (job_rank, bytes));
-        }
+    with_job_rank(comm, dest, |_, j| {
+        let mut map = PERSISTENT.lock().unwrap_or_else(|e| e.into_inner());
+        let map = map.get_or_insert_with(HashMap::new);
+        map.insert(request.0 as usize, (j, bytes_of(count, datatype)));
+        PERSISTENT_COUNT.store(map.len(), Ordering::Relaxed);
     });
 }
 
-/// Counts one start of a persistent request (if it is a send we remembered).
-pub(super) fn record_start(request: ffi::MPI_Request) {
-    if !counting() {
+/// Counts the starts of persistent requests (those that are sends we remembered).
+pub(super) fn record_starts(requests: &[ffi::MPI_Request]) {
+    if PERSISTENT_COUNT.load(Ordering::Relaxed) == 0
+        || !ENABLED.load(Ordering::Relaxed)
+        || PAUSED.with(Cell::get)
+    {
         return;
     }
-    with_state(|s| {
-        if let Some(&(job_rank, bytes)) = s.persistent.get(&(request.0 as usize)) {
-            s.total.p2p_bytes[job_rank] += bytes;
-            s.total.p2p_messages[job_rank] += 1;
+    let Some(c) = LOCAL.with(|l| refreshed(&mut l.borrow_mut())) else {
+        return;
+    };
+    let map = PERSISTENT.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(map) = map.as_ref() else { return };
+    for r in requests {
+        if let Some(&(j, bytes)) = map.get(&(r.0 as usize)) {
+            if j < c.size {
+                c.p2p_bytes[j].fetch_add(bytes, Ordering::Relaxed);
+                c.p2p_messages[j].fetch_add(1, Ordering::Relaxed);
+            }
         }
-    });
+    }
 }
 
 /// Forgets a freed request.
 pub(super) fn forget_request(request: ffi::MPI_Request) {
-    with_state(|s| {
-        s.persistent.remove(&(request.0 as usize));
-    });
+    if PERSISTENT_COUNT.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let mut map = PERSISTENT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(map) = map.as_mut() {
+        map.remove(&(request.0 as usize));
+        PERSISTENT_COUNT.store(map.len(), Ordering::Relaxed);
+    }
 }
 
-/// Forgets the rank translation of a communicator about to be freed.
-pub(super) fn forget_comm(comm: ffi::MPI_Comm) {
-    with_state(|s| {
-        s.translation.remove(&(comm.0 as usize));
-    });
+/// Forgets every persistent request (their job ranks are of a replaced communicator).
+fn forget_all_requests() {
+    let mut map = PERSISTENT.lock().unwrap_or_else(|e| e.into_inner());
+    *map = None;
+    PERSISTENT_COUNT.store(0, Ordering::Relaxed);
 }
 
-/// Size of `comm` (remote size for an intercommunicator: the ranks one sends to).
-pub(super) fn peers(comm: ffi::MPI_Comm) -> c_int {
+/// Forgets the rank translations (a communicator is about to be freed; its handle may
+/// be reused for another one).
+pub(super) fn forget_translations() {
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Whether `comm` is an intercommunicator.
+pub(super) fn is_inter(comm: ffi::MPI_Comm) -> bool {
     let mut inter: c_int = 0;
+    // SAFETY: a communicator given to an MPI call by the application.
+    unsafe { ffi::PMPI_Comm_test_inter(comm, &mut inter) };
+    inter != 0
+}
+
+/// Ranks one sends to on `comm`: its size, or the remote size of an intercommunicator.
+pub(super) fn peers(comm: ffi::MPI_Comm) -> c_int {
     let mut size: c_int = 0;
     // SAFETY: a communicator given to an MPI call by the application.
     unsafe {
-        ffi::PMPI_Comm_test_inter(comm, &mut inter);
-        if inter != 0 {
+        if is_inter(comm) {
             ffi::PMPI_Comm_remote_size(comm, &mut size);
         } else {
             ffi::PMPI_Comm_size(comm, &mut size);
@@ -292,54 +489,24 @@ pub(super) fn my_rank(comm: ffi::MPI_Comm) -> c_int {
     rank
 }
 
-fn with_state(f: impl FnOnce(&mut State)) {
-    let _pause = Paused::new();
-    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = guard.as_mut() {
-        f(s);
-    }
-}
-
-impl State {
-    /// Job rank of local rank `rank` of `comm`, if it is in the job.
-    fn job_rank(&mut self, comm: ffi::MPI_Comm, rank: c_int) -> Option<usize> {
-        if rank < 0 {
-            return None; // MPI_PROC_NULL, MPI_ANY_SOURCE and the like
-        }
-        if comm.0 == self.job_comm.0 {
-            return ((rank as usize) < self.size).then_some(rank as usize);
-        }
-        let key = comm.0 as usize;
-        if !self.translation.contains_key(&key) {
-            let table = translate(comm, self.job_group);
-            self.translation.insert(key, table);
-        }
-        let table = self.translation.get(&key)?;
-        let job = *table.get(rank as usize)?;
-        (job >= 0 && (job as usize) < self.size).then_some(job as usize)
-    }
-}
-
 /// For every rank one can send to on `comm`, its rank in `job_group` (or < 0).
-fn translate(comm: ffi::MPI_Comm, job_group: ffi::MPI_Group) -> Vec<c_int> {
-    let n = peers(comm);
-    let mut inter: c_int = 0;
+fn translate(comm: ffi::MPI_Comm, job_group: ffi::MPI_Group) -> Box<[c_int]> {
+    let n = peers(comm).max(0);
     let mut group: ffi::MPI_Group = unsafe { ffi::RSMPI_GROUP_NULL };
     // SAFETY: valid handles; out-parameters sized to `n`.
     unsafe {
-        ffi::PMPI_Comm_test_inter(comm, &mut inter);
-        if inter != 0 {
+        if is_inter(comm) {
             ffi::PMPI_Comm_remote_group(comm, &mut group);
         } else {
             ffi::PMPI_Comm_group(comm, &mut group);
         }
     }
     let ranks: Vec<c_int> = (0..n).collect();
-    let mut out = vec![-1; n.max(0) as usize];
+    let mut out = vec![-1; n as usize];
     // SAFETY: both arrays have `n` elements.
     unsafe {
         ffi::PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), job_group, out.as_mut_ptr());
     }
     free_group(group);
-    out
+    out.into_boxed_slice()
 }

@@ -2,7 +2,6 @@
 //! rankmig's own traffic here is not counted.
 
 use mpi::datatype::PartitionMut;
-use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
 use crate::matrix::CommMatrix;
@@ -20,7 +19,8 @@ pub enum Window {
     SinceReconfiguration,
     /// Exponentially decayed: at every gather with this window, the previous values are
     /// multiplied by `alpha` (0 < alpha ≤ 1) and the bytes sent since the previous such
-    /// gather are added. Counts point-to-point and collective bytes.
+    /// gather are added (`decayed = decayed·alpha + new_since_last_gather`). One decayed
+    /// state per process, shared by both [`Traffic`] kinds: every decayed gather ages it.
     Decayed {
         /// Weight kept from one gather to the next.
         alpha: f64,
@@ -36,14 +36,29 @@ pub enum Traffic {
     All,
 }
 
-/// The bytes each rank sent to each other rank, on every rank (collective over `comm`,
-/// the job's communicator). Zero everywhere when counting is not set up.
-pub fn gather_matrix(comm: &SimpleCommunicator, window: Window, traffic: Traffic) -> CommMatrix {
+/// The bytes each rank sent to each other rank (row = sender), on every rank:
+/// collective over `comm`, the job's communicator, one all-gather of one row per rank.
+/// Zero everywhere when counting is not set up. This traffic itself is not counted.
+///
+/// ```no_run
+/// use rankmig::monitor::{Traffic, Window, gather_matrix};
+/// let universe = mpi::initialize().expect("MPI");
+/// let world = universe.world();
+/// rankmig::monitor::set_job_communicator(&world, None);
+/// // ... the application communicates ...
+/// let m = gather_matrix(&world, Window::SinceStart, Traffic::PointToPoint);
+/// println!("{} bytes in all", m.total());
+/// ```
+pub fn gather_matrix<C: Communicator>(comm: &C, window: Window, traffic: Traffic) -> CommMatrix {
     let _pause = Paused::new();
-    let n = comm.size() as usize;
+    let n = usize::try_from(comm.size()).unwrap_or(0);
     let row: Vec<f64> = match window {
         Window::Decayed { alpha } => {
-            let mut d = super::counters::decayed(alpha);
+            let (p2p, all) = super::counters::decayed(alpha);
+            let mut d = match traffic {
+                Traffic::PointToPoint => p2p,
+                Traffic::All => all,
+            };
             d.resize(n, 0.0);
             d
         }
@@ -77,8 +92,19 @@ fn own_row(n: usize, window: Window, traffic: Traffic) -> Vec<u64> {
     out
 }
 
-/// Every rank's location, in rank order, on every rank.
-pub fn gather_placement(comm: &SimpleCommunicator, me: &Location) -> Placement {
+/// Every rank's location, in rank order, on every rank (collective over `comm`; node
+/// names travel as JSON bytes: an all-gather of lengths, then of the bytes).
+///
+/// ```no_run
+/// use mpi::traits::Communicator;
+/// use rankmig::planner::Location;
+/// let universe = mpi::initialize().expect("MPI");
+/// let world = universe.world();
+/// let me = Location { node: "n1".into(), core: 0 };
+/// let placement = rankmig::monitor::gather_placement(&world, &me);
+/// assert_eq!(placement.len(), world.size() as usize);
+/// ```
+pub fn gather_placement<C: Communicator>(comm: &C, me: &Location) -> Placement {
     let mine = serde_json::to_vec(me).unwrap_or_default();
     let locations = all_gather_bytes(comm, &mine)
         .iter()
@@ -92,8 +118,8 @@ pub fn gather_placement(comm: &SimpleCommunicator, me: &Location) -> Placement {
     Placement::new(locations)
 }
 
-/// Rank 0 broadcasts `bytes` (its `Some`); every rank returns them.
-pub fn broadcast_bytes(comm: &SimpleCommunicator, bytes: Option<Vec<u8>>) -> Vec<u8> {
+/// Rank 0 broadcasts `bytes` (its `Some`); every rank returns them. Collective.
+pub fn broadcast_bytes<C: Communicator>(comm: &C, bytes: Option<Vec<u8>>) -> Vec<u8> {
     let _pause = Paused::new();
     let root = comm.process_at_rank(0);
     let mut len = bytes.as_ref().map_or(0u64, |b| b.len() as u64);
@@ -106,10 +132,10 @@ pub fn broadcast_bytes(comm: &SimpleCommunicator, bytes: Option<Vec<u8>>) -> Vec
     buf
 }
 
-/// Every rank's `mine`, in rank order, on every rank.
-pub fn all_gather_bytes(comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
+/// Every rank's `mine`, in rank order, on every rank. Collective.
+pub fn all_gather_bytes<C: Communicator>(comm: &C, mine: &[u8]) -> Vec<Vec<u8>> {
     let _pause = Paused::new();
-    let n = comm.size() as usize;
+    let n = usize::try_from(comm.size()).unwrap_or(0);
     let mut lengths = vec![0i32; n];
     comm.all_gather_into(&(mine.len() as i32), &mut lengths[..]);
     let displs: Vec<i32> = lengths

@@ -7,25 +7,40 @@
 //! at every `Start`/`Startall`). Bytes = count × type size; one message per call.
 //!
 //! Collectives, counted apart (the volume each rank sends, under a simple model that
-//! ignores the algorithm the library picks): `Bcast` — the root sends the buffer to every
-//! other rank; `Reduce` — every other rank sends its buffer to the root; `Allreduce` —
-//! every rank sends its buffer to every other rank; `Gather(v)` — every other rank sends
-//! its part to the root; `Scatter` — the root sends each rank its part; `Allgather(v)` —
-//! every rank sends its part to every other rank; `Alltoall(v)` — every rank sends each
-//! rank its part. A rank's sends to itself are not counted. `Barrier` sends nothing.
+//! ignores the algorithm the library picks; `n` = ranks of the communicator):
+//!
+//! | call | who sends what to whom |
+//! |---|---|
+//! | `Bcast` | the root sends the buffer to each of the n − 1 other ranks |
+//! | `Reduce` | each non-root rank sends its buffer to the root |
+//! | `Allreduce` | each rank sends its buffer to each other rank |
+//! | `Gather`, `Gatherv` | each non-root rank sends its part to the root |
+//! | `Scatter`, `Scatterv` | the root sends each other rank its part |
+//! | `Allgather`, `Allgatherv` | each rank sends its part to each other rank |
+//! | `Alltoall`, `Alltoallv` | each rank sends each other rank its part |
+//! | `Barrier` | nothing |
+//!
+//! A rank's sends to itself are not counted. On an intercommunicator "the other ranks"
+//! are the remote group's and the root is the process passing `MPI_ROOT`. Non-blocking
+//! and neighbourhood collectives, one-sided communication and file I/O are not counted.
+//!
+//! Every function forwards its arguments unchanged and returns the library's result;
+//! when counting is not set up (no job communicator), switched off or paused, it only
+//! forwards.
 
 use std::os::raw::{c_int, c_void};
 
 use mpi::ffi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status};
 
 use super::counters::{
-    bytes_of, forget_comm, forget_request, my_rank, peers, record_collective, record_persistent,
-    record_send, record_start,
+    active, bytes_of, forget_request, forget_translations, is_inter, my_rank, peers,
+    record_collective, record_persistent, record_send, record_starts,
 };
 
-/// Sends to every rank of `comm` but this one, `bytes` each.
+/// Sends `bytes` to every other rank of `comm` (every remote rank of an
+/// intercommunicator).
 fn to_all_others(comm: MPI_Comm, bytes: u64) {
-    let me = my_rank(comm);
+    let me = if is_inter(comm) { -1 } else { my_rank(comm) };
     record_collective(
         comm,
         (0..peers(comm))
@@ -34,11 +49,44 @@ fn to_all_others(comm: MPI_Comm, bytes: u64) {
     );
 }
 
-/// Sends `bytes` to `root` unless this is the root.
+/// Whether this process is the root of a rooted collective.
+fn is_root(comm: MPI_Comm, root: c_int) -> bool {
+    if is_inter(comm) {
+        root == ffi::MPI_ROOT
+    } else {
+        my_rank(comm) == root
+    }
+}
+
+/// Sends `bytes` to `root`, unless this is the root (or in the root's group of an
+/// intercommunicator).
 fn to_root(comm: MPI_Comm, root: c_int, bytes: u64) {
-    if my_rank(comm) != root {
+    if root >= 0 && (is_inter(comm) || my_rank(comm) != root) {
         record_collective(comm, std::iter::once((root, bytes)));
     }
+}
+
+/// Sends `counts[i]` elements of `datatype` to each other rank `i`.
+///
+/// # Safety
+/// `counts` is null or has one count per rank one sends to on `comm`.
+unsafe fn per_rank(comm: MPI_Comm, counts: *const c_int, datatype: MPI_Datatype) {
+    if counts.is_null() {
+        return;
+    }
+    let me = if is_inter(comm) { -1 } else { my_rank(comm) };
+    let unit = bytes_of(1, datatype);
+    let n = usize::try_from(peers(comm)).unwrap_or(0);
+    // SAFETY: the caller's array has one count per rank.
+    let counts = unsafe { std::slice::from_raw_parts(counts, n) };
+    record_collective(
+        comm,
+        counts
+            .iter()
+            .enumerate()
+            .map(|(r, &c)| (r as c_int, u64::try_from(c).unwrap_or(0) * unit))
+            .filter(|&(r, _)| r != me),
+    );
 }
 
 macro_rules! blocking_send {
@@ -56,7 +104,7 @@ macro_rules! blocking_send {
             tag: c_int,
             comm: MPI_Comm,
         ) -> c_int {
-            record_send(comm, dest, bytes_of(count, datatype));
+            record_send(comm, dest, count, datatype);
             // SAFETY: forwarded as received.
             unsafe { ffi::$pmpi(buf, count, datatype, dest, tag, comm) }
         }
@@ -79,7 +127,7 @@ macro_rules! immediate_send {
             comm: MPI_Comm,
             request: *mut MPI_Request,
         ) -> c_int {
-            record_send(comm, dest, bytes_of(count, datatype));
+            record_send(comm, dest, count, datatype);
             // SAFETY: forwarded as received.
             unsafe { ffi::$pmpi(buf, count, datatype, dest, tag, comm, request) }
         }
@@ -113,7 +161,7 @@ pub unsafe extern "C" fn MPI_Send_init(
     let rc = unsafe { ffi::PMPI_Send_init(buf, count, datatype, dest, tag, comm, request) };
     if rc == ffi::MPI_SUCCESS as c_int && !request.is_null() {
         // SAFETY: the library just wrote the request handle.
-        record_persistent(unsafe { *request }, comm, dest, bytes_of(count, datatype));
+        record_persistent(unsafe { *request }, comm, dest, count, datatype);
     }
     rc
 }
@@ -126,7 +174,7 @@ pub unsafe extern "C" fn MPI_Send_init(
 pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
     if !request.is_null() {
         // SAFETY: a request handle owned by the caller.
-        record_start(unsafe { *request });
+        record_starts(std::slice::from_ref(unsafe { &*request }));
     }
     // SAFETY: forwarded as received.
     unsafe { ffi::PMPI_Start(request) }
@@ -139,10 +187,9 @@ pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Startall(count: c_int, requests: *mut MPI_Request) -> c_int {
     if !requests.is_null() {
-        for i in 0..count.max(0) as usize {
-            // SAFETY: the caller's array has `count` handles.
-            record_start(unsafe { *requests.add(i) });
-        }
+        let n = usize::try_from(count).unwrap_or(0);
+        // SAFETY: the caller's array has `count` handles.
+        record_starts(unsafe { std::slice::from_raw_parts(requests, n) });
     }
     // SAFETY: forwarded as received.
     unsafe { ffi::PMPI_Startall(count, requests) }
@@ -169,8 +216,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     if !comm.is_null() {
-        // SAFETY: a communicator handle owned by the caller.
-        forget_comm(unsafe { *comm });
+        forget_translations();
     }
     // SAFETY: forwarded as received.
     unsafe { ffi::PMPI_Comm_free(comm) }
@@ -195,7 +241,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    record_send(comm, dest, bytes_of(sendcount, sendtype));
+    record_send(comm, dest, sendcount, sendtype);
     // SAFETY: forwarded as received.
     unsafe {
         ffi::PMPI_Sendrecv(
@@ -221,7 +267,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    record_send(comm, dest, bytes_of(count, datatype));
+    record_send(comm, dest, count, datatype);
     // SAFETY: forwarded as received.
     unsafe {
         ffi::PMPI_Sendrecv_replace(
@@ -242,7 +288,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    if my_rank(comm) == root {
+    if active() && is_root(comm, root) {
         to_all_others(comm, bytes_of(count, datatype));
     }
     // SAFETY: forwarded as received.
@@ -263,7 +309,9 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    to_root(comm, root, bytes_of(count, datatype));
+    if active() {
+        to_root(comm, root, bytes_of(count, datatype));
+    }
     // SAFETY: forwarded as received.
     unsafe { ffi::PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }
 }
@@ -281,7 +329,9 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    to_all_others(comm, bytes_of(count, datatype));
+    if active() {
+        to_all_others(comm, bytes_of(count, datatype));
+    }
     // SAFETY: forwarded as received.
     unsafe { ffi::PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) }
 }
@@ -301,7 +351,9 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    to_root(comm, root, bytes_of(sendcount, sendtype));
+    if active() {
+        to_root(comm, root, bytes_of(sendcount, sendtype));
+    }
     // SAFETY: forwarded as received.
     unsafe {
         ffi::PMPI_Gather(
@@ -326,7 +378,9 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    to_root(comm, root, bytes_of(sendcount, sendtype));
+    if active() {
+        to_root(comm, root, bytes_of(sendcount, sendtype));
+    }
     // SAFETY: forwarded as received.
     unsafe {
         ffi::PMPI_Gatherv(
@@ -350,7 +404,7 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    if my_rank(comm) == root {
+    if active() && is_root(comm, root) {
         to_all_others(comm, bytes_of(sendcount, sendtype));
     }
     // SAFETY: forwarded as received.
@@ -375,7 +429,9 @@ pub unsafe extern "C" fn MPI_Allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    to_all_others(comm, bytes_of(sendcount, sendtype));
+    if active() {
+        to_all_others(comm, bytes_of(sendcount, sendtype));
+    }
     // SAFETY: forwarded as received.
     unsafe {
         ffi::PMPI_Allgather(
@@ -399,7 +455,9 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    to_all_others(comm, bytes_of(sendcount, sendtype));
+    if active() {
+        to_all_others(comm, bytes_of(sendcount, sendtype));
+    }
     // SAFETY: forwarded as received.
     unsafe {
         ffi::PMPI_Allgatherv(
@@ -422,7 +480,9 @@ pub unsafe extern "C" fn MPI_Alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    to_all_others(comm, bytes_of(sendcount, sendtype));
+    if active() {
+        to_all_others(comm, bytes_of(sendcount, sendtype));
+    }
     // SAFETY: forwarded as received.
     unsafe {
         ffi::PMPI_Alltoall(
@@ -447,27 +507,42 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    if !sendcounts.is_null() {
-        let me = my_rank(comm);
-        let n = peers(comm);
-        let unit = bytes_of(1, sendtype);
-        // SAFETY: the caller's array has one count per rank.
-        let counts: Vec<c_int> = (0..n.max(0) as usize)
-            .map(|i| unsafe { *sendcounts.add(i) })
-            .collect();
-        record_collective(
-            comm,
-            counts
-                .into_iter()
-                .enumerate()
-                .filter(move |&(r, _)| r as c_int != me)
-                .map(move |(r, c)| (r as c_int, c.max(0) as u64 * unit)),
-        );
+    if active() {
+        // SAFETY: one count per rank, as MPI requires.
+        unsafe { per_rank(comm, sendcounts, sendtype) };
     }
     // SAFETY: forwarded as received.
     unsafe {
         ffi::PMPI_Alltoallv(
             sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        )
+    }
+}
+
+/// Interposed: the root sends each other rank `sendcounts[i]` elements.
+///
+/// # Safety
+/// The caller passes valid MPI arguments, as for the MPI function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    if active() && is_root(comm, root) {
+        // SAFETY: at the root, one count per rank, as MPI requires.
+        unsafe { per_rank(comm, sendcounts, sendtype) };
+    }
+    // SAFETY: forwarded as received.
+    unsafe {
+        ffi::PMPI_Scatterv(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     }
 }

@@ -3,11 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use mpi::topology::SimpleCommunicator;
 use mpi::traits::Communicator;
 use serde::{Deserialize, Serialize};
 
-use crate::availability::{Availability, AvailabilityFormat};
+use crate::availability::{Availability, AvailabilityDiff, AvailabilityFormat};
 
 use super::gather::broadcast_bytes;
 
@@ -16,7 +15,8 @@ use super::gather::broadcast_bytes;
 pub enum WatchOutcome {
     /// The content is the one seen last time.
     Unchanged,
-    /// A new content that parses and offers cores.
+    /// A new content that parses, offers cores and differs from the current view (the
+    /// difference: [`AvailabilityWatcher::last_diff`]).
     Changed {
         /// The new availability.
         availability: Availability,
@@ -29,21 +29,34 @@ pub enum WatchOutcome {
     },
 }
 
-/// Watches an availability file by content (a hash of the bytes, not the mtime).
+/// Watches an availability file by content (a hash of the bytes, not the mtime), and
+/// holds the availability the job currently follows.
+///
+/// A bad edit (parse error, half-written line, no cores at all, unreadable or deleted
+/// file) is [`WatchOutcome::Refused`] once, keeps the current view, and the file is read
+/// again at the next check, so a later good edit is seen. Content that parses to the
+/// current view (a revert, a comment) is [`WatchOutcome::Unchanged`].
 ///
 /// ```no_run
+/// use rankmig::availability::{Availability, AvailabilityFormat};
 /// use rankmig::monitor::{AvailabilityWatcher, WatchOutcome};
 /// let universe = mpi::initialize().expect("MPI");
 /// let world = universe.world();
-/// let mut watcher = AvailabilityWatcher::new("av");
+/// let now = Availability::load("av".as_ref(), AvailabilityFormat::Auto)?;
+/// let mut watcher = AvailabilityWatcher::with_current("av", now);
 /// if let WatchOutcome::Changed { availability } = watcher.check(&world) {
-///     println!("{} nodes", availability.nodes().len());
+///     let diff = watcher.last_diff().expect("set by a change");
+///     println!("{} nodes now: {diff}", availability.nodes().len());
 /// }
+/// # Ok::<(), rankmig::availability::AvailabilityError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct AvailabilityWatcher {
     path: PathBuf,
+    /// Hash of the content (or of the read error) seen last; 0 = nothing seen yet.
     last_hash: u64,
+    current: Option<Availability>,
+    last_diff: Option<AvailabilityDiff>,
 }
 
 impl AvailabilityWatcher {
@@ -52,13 +65,30 @@ impl AvailabilityWatcher {
         Self::resume(path, 0)
     }
 
+    /// A watcher whose job follows `current`: the first check reports a change only if
+    /// the file says something else.
+    pub fn with_current(path: impl Into<PathBuf>, current: Availability) -> Self {
+        Self {
+            current: Some(current),
+            ..Self::new(path)
+        }
+    }
+
     /// A watcher that has already seen the content hashing to `last_hash` (handed over
     /// to a process that replaces rank 0).
     pub fn resume(path: impl Into<PathBuf>, last_hash: u64) -> Self {
         Self {
             path: path.into(),
             last_hash,
+            current: None,
+            last_diff: None,
         }
+    }
+
+    /// The same watcher following `current` (e.g. after [`AvailabilityWatcher::resume`]).
+    pub fn following(mut self, current: Option<Availability>) -> Self {
+        self.current = current;
+        self
     }
 
     /// Hash of the content seen last.
@@ -71,9 +101,21 @@ impl AvailabilityWatcher {
         &self.path
     }
 
+    /// The availability the job follows (the last accepted one).
+    pub fn current(&self) -> Option<&Availability> {
+        self.current.as_ref()
+    }
+
+    /// What the last [`WatchOutcome::Changed`] changed (from nothing, the first time a
+    /// watcher without a current view accepts a file: every node is added).
+    pub fn last_diff(&self) -> Option<&AvailabilityDiff> {
+        self.last_diff.as_ref()
+    }
+
     /// Collective over `comm`: rank 0 reads the file; every rank returns the same
-    /// outcome. A refused edit is printed once by rank 0.
-    pub fn check(&mut self, comm: &SimpleCommunicator) -> WatchOutcome {
+    /// outcome and updates its view the same way. A refused edit is printed once, by
+    /// rank 0, on standard error.
+    pub fn check<C: Communicator>(&mut self, comm: &C) -> WatchOutcome {
         let mine = (comm.rank() == 0).then(|| {
             let (outcome, hash) = self.read();
             serde_json::to_vec(&(outcome, hash)).unwrap_or_default()
@@ -82,8 +124,25 @@ impl AvailabilityWatcher {
         let (outcome, hash): (WatchOutcome, u64) =
             serde_json::from_slice(&bytes).unwrap_or((WatchOutcome::Unchanged, self.last_hash));
         self.last_hash = hash;
-        if let (WatchOutcome::Refused { message }, 0) = (&outcome, comm.rank()) {
-            eprintln!("rankmig: availability edit refused, the job keeps its placement: {message}");
+        match &outcome {
+            WatchOutcome::Changed { availability } => {
+                self.last_diff = Some(match self.current.take() {
+                    Some(before) => before.diff(availability),
+                    None => AvailabilityDiff {
+                        added: (availability.nodes().iter())
+                            .map(|n| (n.name.clone(), n.cores))
+                            .collect(),
+                        ..AvailabilityDiff::default()
+                    },
+                });
+                self.current = Some(availability.clone());
+            }
+            WatchOutcome::Refused { message } if comm.rank() == 0 => {
+                eprintln!(
+                    "rankmig: availability edit refused, the job keeps its placement: {message}"
+                );
+            }
+            _ => {}
         }
         outcome
     }
@@ -97,18 +156,21 @@ impl AvailabilityWatcher {
                     "{}: cannot read availability file: {e}",
                     self.path.display()
                 );
+                // Odd, never 0: 0 means "nothing seen yet"; content hashes are even.
                 let hash = xxhash_rust::xxh3::xxh3_64(message.as_bytes()) | 1;
                 return self.unless_seen(WatchOutcome::Refused { message }, hash);
             }
         };
-        // Never 0: 0 means "nothing seen yet".
-        let hash = xxhash_rust::xxh3::xxh3_64(&bytes) | 2;
+        let hash = (xxhash_rust::xxh3::xxh3_64(&bytes) & !1) | 2;
         if hash == self.last_hash {
             return (WatchOutcome::Unchanged, hash);
         }
         let text = String::from_utf8_lossy(&bytes);
         let origin = self.path.display().to_string();
         let outcome = match Availability::parse(&text, &origin, AvailabilityFormat::Auto) {
+            Ok(availability) if self.current.as_ref() == Some(&availability) => {
+                WatchOutcome::Unchanged
+            }
             Ok(availability) => WatchOutcome::Changed { availability },
             Err(e) => WatchOutcome::Refused {
                 message: e.to_string(),
