@@ -168,7 +168,12 @@ impl AvailabilityWatcher {
         let text = String::from_utf8_lossy(&bytes);
         let origin = self.path.display().to_string();
         let outcome = match Availability::parse(&text, &origin, AvailabilityFormat::Auto) {
-            Ok(availability) if self.current.as_ref() == Some(&availability) => {
+            Ok(availability)
+                if self
+                    .current
+                    .as_ref()
+                    .is_some_and(|c| same_offers(c, &availability)) =>
+            {
                 WatchOutcome::Unchanged
             }
             Ok(availability) => WatchOutcome::Changed { availability },
@@ -186,4 +191,10 @@ impl AvailabilityWatcher {
             (outcome, hash)
         }
     }
+}
+
+/// Same nodes, cores and CPUs in the same order (line numbers aside).
+fn same_offers(a: &Availability, b: &Availability) -> bool {
+    let key = |n: &crate::availability::NodeOffer| (n.name.clone(), n.cores, n.cpus.clone());
+    a.nodes().len() == b.nodes().len() && a.nodes().iter().map(key).eq(b.nodes().iter().map(key))
 }
