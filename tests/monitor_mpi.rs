@@ -120,41 +120,247 @@ fn live_matrix_agrees_with_open_mpi_monitoring_on_point_to_point() {
     assert_eq!(live, expected_halo(4));
 }
 
+/// `mpirun` for the probe, with no `RANKMIG_*` variable inherited from the caller.
+fn probe_mpirun() -> Command {
+    let mut cmd = Command::new("mpirun");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("RANKMIG_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.args(["--allow-run-as-root", "--oversubscribe"]);
+    cmd
+}
+
+/// Runs the probe; its JSON line.
+fn probe_json(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().expect("mpirun runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// A dense matrix, row = sender.
+type Dense = Vec<Vec<f64>>;
+
+fn matrix_of(v: &serde_json::Value) -> Dense {
+    serde_json::from_value(v.clone()).expect("a dense matrix")
+}
+
+/// The probe's pattern with 4 ranks (see examples/monitor_probe.rs): point-to-point
+/// bytes and messages, and collective bytes, per (sender, receiver).
+fn expected_probe() -> (Dense, Dense, Dense) {
+    let n = 4;
+    let mut bytes = vec![vec![0.0; n]; n];
+    let mut messages = vec![vec![0.0; n]; n];
+    let mut collective = vec![vec![0.0; n]; n];
+    let mut send = |from: usize, to: usize, b: f64, count: f64| {
+        bytes[from][to] += b * count;
+        messages[from][to] += count;
+    };
+    for r in 0..n {
+        send(r, (r + n - 1) % n, 1000.0, 3.0); // ring
+        send(r, (r + 2) % n, 40.0, 5.0); // persistent, 5 starts
+        send(r, (r + 3) % n, 16.0, 1.0); // sendrecv
+        send(r, (r + 1) % n, 8.0, 1.0); // sendrecv-replace
+    }
+    // 2 x 2 halo: rows {0, 1} and {2, 3}, columns {0, 2} and {1, 3}.
+    for (a, b) in [(0, 1), (2, 3)] {
+        send(a, b, 24.0, 1.0);
+        send(b, a, 24.0, 1.0);
+    }
+    for (a, b) in [(0, 2), (1, 3)] {
+        send(a, b, 32.0, 1.0);
+        send(b, a, 32.0, 1.0);
+    }
+    for (r, row) in collective.iter_mut().enumerate() {
+        for (j, c) in row.iter_mut().enumerate() {
+            if j != r {
+                *c = 8.0 + 8.0 + if r == 0 { 16.0 } else { 0.0 }; // all-to-all, all-reduce, bcast
+            }
+        }
+    }
+    (bytes, messages, collective)
+}
+
 #[test]
 fn every_kind_of_send_is_counted_exactly() {
     let _lock = mpi_lock();
-    let out = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
+    let v = probe_json(
+        probe_mpirun()
+            .args(["-np", "4"])
+            .arg(common::example("monitor_probe")),
+    );
+    let (p2p, messages, collective) = expected_probe();
+    let all: Vec<Vec<f64>> = (0..4)
+        .map(|i| (0..4).map(|j| p2p[i][j] + collective[i][j]).collect())
+        .collect();
+    let scaled = |k: f64| -> Vec<Vec<f64>> {
+        all.iter()
+            .map(|row| row.iter().map(|x| x * k).collect())
+            .collect()
+    };
+    assert_eq!(matrix_of(&v["p2p"]), p2p, "point-to-point bytes");
+    assert_eq!(
+        matrix_of(&v["messages"]),
+        messages,
+        "point-to-point messages"
+    );
+    assert_eq!(
+        matrix_of(&v["all"]),
+        all,
+        "point-to-point and collective bytes"
+    );
+    // alpha = 0.5: the first decayed gather sees the pattern once, the second half of
+    // it plus the pattern again.
+    assert_eq!(matrix_of(&v["decayed_once"]), all);
+    assert_eq!(matrix_of(&v["decayed_twice"]), scaled(1.5));
+    assert_eq!(matrix_of(&v["since_reconfiguration"]), all);
+    assert_eq!(matrix_of(&v["since_start_twice"]), scaled(2.0));
+}
+
+/// Real cores as hwloc counts them (cores, else processing units).
+fn real_cores() -> usize {
+    use hwlocality::Topology;
+    use hwlocality::object::types::ObjectType;
+    let t = Topology::new().expect("hwloc topology");
+    let cores = t.objects_with_type(ObjectType::Core).count();
+    if cores > 0 {
+        cores
+    } else {
+        t.objects_with_type(ObjectType::PU).count()
+    }
+}
+
+#[test]
+fn locations_from_the_environment_are_gathered_and_ranks_bound() {
+    let _lock = mpi_lock();
+    let probe = common::example("monitor_probe");
+    // Two logical nodes of 2 cores each: a (index 0) and b (index 1).
+    let ranks = [("a", 0, 0), ("a", 0, 1), ("b", 1, 0), ("b", 1, 1)];
+    let mut cmd = probe_mpirun();
+    for (k, (node, index, core)) in ranks.iter().enumerate() {
+        if k > 0 {
+            cmd.arg(":");
+        }
+        cmd.args(["-np", "1"])
+            .args(["-x", &format!("RANKMIG_NODE={node}")])
+            .args(["-x", &format!("RANKMIG_CORE={core}")])
+            .args(["-x", &format!("RANKMIG_NODE_INDEX={index}")])
+            .args(["-x", "RANKMIG_CORES_PER_NODE=2"])
+            .arg(&probe)
+            .arg("placement");
+    }
+    let v = probe_json(&mut cmd);
+    assert_eq!(v["placement"], "0 a 0\n1 a 1\n2 b 0\n3 b 1\n");
+    let real = real_cores();
+    let bindings = v["bindings"].as_array().expect("one binding per rank");
+    let mut cpus_of_core = std::collections::HashMap::new();
+    for (rank, &(_, index, core)) in ranks.iter().enumerate() {
+        let b = &bindings[rank];
+        assert_eq!(
+            b["real_core"],
+            (index * 2 + core) % real,
+            "rank {rank}: {b}"
+        );
+        let cpus = b["cpus"].as_str().expect("allowed CPUs").to_owned();
+        assert!(!cpus.contains([',', '-']), "rank {rank} on {cpus}");
+        let first = cpus_of_core
+            .entry((index * 2 + core) % real)
+            .or_insert(cpus.clone());
+        assert_eq!(*first, cpus, "rank {rank}: same real core, other CPUs");
+    }
+    assert_eq!(cpus_of_core.len(), real.min(4));
+}
+
+#[test]
+fn a_placement_file_gives_each_rank_its_line() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("placement.txt");
+    let text = "0 n2 1\n1 n1 0\n2 n1 1\n3 n2 0\n";
+    fs::write(&file, format!("# RANK NODE CORE\n{text}")).unwrap();
+    let v = probe_json(
+        probe_mpirun()
+            .args(["-np", "4", "-x"])
+            .arg(format!("RANKMIG_PLACEMENT={}", file.display()))
+            .arg(common::example("monitor_probe"))
+            .arg("placement"),
+    );
+    assert_eq!(v["placement"], text);
+}
+
+#[test]
+fn availability_edits_are_seen_alike_on_every_rank() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let out = probe_mpirun()
+        .args(["-np", "4"])
         .arg(common::example("monitor_probe"))
+        .arg("watch")
+        .arg(dir.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let n = 4usize;
-    for r in 0..n {
-        let down = (r + n - 1) % n; // ring (3 x 1000), immediate (200), sendrecv to r+3 (16)
-        let across = (r + 2) % n; // persistent, started 5 times (5 x 40)
-        for j in 0..n {
-            let p2p = v["p2p"][r][j].as_f64().unwrap();
-            let all = v["all"][r][j].as_f64().unwrap();
-            let expected = if j == down {
-                3216.0
-            } else if j == across {
-                200.0
-            } else {
-                0.0
-            };
-            assert_eq!(p2p, expected, "point-to-point {r} -> {j}");
-            let alltoall = if j == r { 0.0 } else { 8.0 };
-            assert_eq!(all, expected + alltoall, "all traffic {r} -> {j}");
-            // alpha = 0.5: the first decayed gather sees the pattern once, the second
-            // half of it plus the pattern again.
-            assert_eq!(v["decayed_once"][r][j].as_f64().unwrap(), all);
-            assert_eq!(v["decayed_twice"][r][j].as_f64().unwrap(), 1.5 * all);
-        }
+    let ranks = v.as_array().unwrap();
+    assert_eq!(ranks.len(), 4);
+    for r in &ranks[1..] {
+        assert_eq!(
+            r, &ranks[0],
+            "every rank sees the same outcomes and schedule"
+        );
     }
+    let seen = ranks[0]["outcomes"].as_array().unwrap();
+    let kinds: Vec<&str> = seen.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "unchanged", // the file says what the job follows
+            "changed",   // good edit
+            "unchanged", // no edit
+            "refused",   // "n2 two"
+            "unchanged", // the same bad content is not reported again
+            "refused",   // half-written
+            "refused",   // no cores at all
+            "refused",   // deleted
+            "unchanged", // still deleted
+            "unchanged", // the current view again (with a comment)
+            "changed",   // good edit
+        ]
+    );
+    assert_eq!(
+        seen[1]["diff"],
+        "added n3 (2 cores); changed n2 (2 -> 1 cores)"
+    );
+    assert_eq!(seen[1]["total_cores"], 5);
+    let message = |k: usize| seen[k]["message"].as_str().unwrap().to_owned();
+    let av = dir.path().join("av").display().to_string();
+    assert!(
+        message(3).starts_with(&format!("{av}:2:")),
+        "{}",
+        message(3)
+    );
+    assert!(message(3).contains("'two'") || message(3).contains("two"));
+    assert!(
+        message(5).starts_with(&format!("{av}:2:")),
+        "{}",
+        message(5)
+    );
+    assert!(message(6).contains("no cores"), "{}", message(6));
+    assert!(message(7).contains("cannot read"), "{}", message(7));
+    assert_eq!(
+        seen[10]["diff"],
+        "removed n2 (had 1 cores); removed n3 (had 2 cores); changed n1 (2 -> 4 cores)"
+    );
+    // Rank 0 warned once per refused edit, on one line each.
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("refused")).collect();
+    assert_eq!(warnings.len(), 4, "{stderr}");
+    // The time-based schedule: all ranks checked at the same calls, every 4th call at
+    // most, and at least once (40 calls take more than 30 ms on every rank).
+    let due = ranks[0]["due_at"].as_array().unwrap();
+    assert!(!due.is_empty());
+    assert!(due.iter().all(|c| c.as_u64().unwrap() % 4 == 0), "{due:?}");
 }
