@@ -213,9 +213,15 @@ pub fn set_counting(on: bool) {
 
 /// Whether this thread counts now: switched on, not paused, and a job communicator set.
 pub(super) fn active() -> bool {
-    ENABLED.load(Ordering::Relaxed)
-        && !PAUSED.with(Cell::get)
-        && LOCAL.with(|l| refreshed(&mut l.borrow_mut()).is_some())
+    ENABLED.load(Ordering::Relaxed) && !PAUSED.with(Cell::get) && local_counters().is_some()
+}
+
+/// This thread's counters, if counting is set up (none while the thread exits).
+fn local_counters() -> Option<Arc<Counters>> {
+    LOCAL
+        .try_with(|l| refreshed(&mut l.borrow_mut()))
+        .ok()
+        .flatten()
 }
 
 /// Brings this thread's view up to date; the counters, if counting is set up.
@@ -348,7 +354,8 @@ fn with_job_rank(comm: ffi::MPI_Comm, dest: c_int, f: impl FnOnce(&Counters, usi
     if !ENABLED.load(Ordering::Relaxed) || PAUSED.with(Cell::get) || dest < 0 {
         return; // dest < 0: MPI_PROC_NULL and the like
     }
-    LOCAL.with(|l| {
+    // try_with: an MPI call from a thread-local destructor is forwarded, not counted.
+    let _ = LOCAL.try_with(|l| {
         let mut local = l.borrow_mut();
         let Some(counters) = refreshed(&mut local) else {
             return;
@@ -419,7 +426,7 @@ pub(super) fn record_starts(requests: &[ffi::MPI_Request]) {
     {
         return;
     }
-    let Some(c) = LOCAL.with(|l| refreshed(&mut l.borrow_mut())) else {
+    let Some(c) = local_counters() else {
         return;
     };
     let map = PERSISTENT.lock().unwrap_or_else(|e| e.into_inner());

@@ -24,6 +24,8 @@
 //! are the remote group's and the root is the process passing `MPI_ROOT`. Non-blocking
 //! and neighbourhood collectives, one-sided communication and file I/O are not counted.
 //!
+//! Sends are counted before the library is called (a call that then fails is counted
+//! all the same); persistent sends are remembered only when `Send_init` succeeds.
 //! Every function forwards its arguments unchanged and returns the library's result;
 //! when counting is not set up (no job communicator), switched off or paused, it only
 //! forwards.
