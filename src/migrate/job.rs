@@ -473,15 +473,8 @@ impl Job {
         let Some(path) = std::env::var_os("RANKMIG_MATRIX_OUT").map(PathBuf::from) else {
             return;
         };
-        let tmp = path.with_extension("tmp");
-        let written = std::fs::File::create(&tmp)
-            .and_then(|mut f| matrix.write_dense(&mut f))
-            .and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(e) = written {
-            eprintln!(
-                "rankmig: cannot write the matrix to {}: {e}",
-                path.display()
-            );
+        if let Err(e) = monitor::export_matrix(matrix, &path) {
+            eprintln!("rankmig: {e}");
         }
     }
 
