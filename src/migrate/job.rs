@@ -15,7 +15,6 @@ use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
 use crate::monitor::gather::broadcast_bytes;
 use crate::monitor::{self, AvailabilityWatcher, Paused, Row, Traffic, WatchOutcome, Window};
 use crate::planner::{Location, Placement, Plan, PlanOptions, plan};
-use crate::topology::Tree;
 
 use super::MigrateError;
 use super::protocol::{self, OldRankOutcome};
@@ -422,14 +421,9 @@ impl Job {
     ) -> Result<Plan, String> {
         let planned: Option<Result<Plan, String>> = self.is_root().then(|| {
             let graph = self.planning_graph(placement.len(), live)?;
-            let cores = availability
-                .nodes()
-                .iter()
-                .map(|n| n.cores)
-                .chain([self.settings.cores_per_node])
-                .max()
-                .unwrap_or(1);
-            let node_tree = Tree::from_arities(&[cores]).map_err(|e| e.to_string())?;
+            let node_tree =
+                super::launch::logical_node_tree(availability, self.settings.cores_per_node)
+                    .map_err(|e| e.to_string())?;
             plan(
                 availability,
                 placement,

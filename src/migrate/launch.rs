@@ -94,15 +94,20 @@ pub fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
-/// The flat tree of a logical node: as many leaves as the largest node offers.
-pub fn logical_node_tree(availability: &Availability) -> Result<Tree, LaunchError> {
+/// The flat tree of a logical node: as many leaves as the largest node offers, and at
+/// least `at_least` (so cores already used by a running job stay valid).
+pub fn logical_node_tree(
+    availability: &Availability,
+    at_least: usize,
+) -> Result<Tree, crate::topology::TopologyError> {
     let cores = availability
         .nodes()
         .iter()
         .map(|n| n.cores)
+        .chain([at_least])
         .max()
         .unwrap_or(1);
-    Ok(Tree::from_arities(&[cores.max(1)])?)
+    Tree::from_arities(&[cores.max(1)])
 }
 
 fn graph_for(spec: &RunSpec) -> Result<SymGraph, LaunchError> {
@@ -125,7 +130,7 @@ fn graph_for(spec: &RunSpec) -> Result<SymGraph, LaunchError> {
 /// Initial placement of the job for the current availability.
 pub fn initial_placement(spec: &RunSpec) -> Result<(Placement, usize), LaunchError> {
     let availability = Availability::load(&spec.availability, AvailabilityFormat::Auto)?;
-    let tree = logical_node_tree(&availability)?;
+    let tree = logical_node_tree(&availability, 1)?;
     let placement = place(&availability, &graph_for(spec)?, &tree)?;
     Ok((placement, tree.leaf_count()))
 }
