@@ -417,30 +417,39 @@ pub unsafe extern "C" fn MPI_Scatter(
     }
 }
 
-/// Interposed: every rank sends its part to every other rank.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Allgather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    if active() {
-        to_all_others(comm, bytes_of(sendcount, sendtype));
-    }
-    // SAFETY: forwarded as received.
-    unsafe {
-        ffi::PMPI_Allgather(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-    }
+/// Collectives where every rank sends `sendcount` elements to every other rank
+/// (`Allgather`, `Alltoall`): same signature, same model.
+macro_rules! to_everyone {
+    ($name:ident, $pmpi:ident) => {
+        /// Interposed: every rank sends its part to every other rank.
+        ///
+        /// # Safety
+        /// The caller passes valid MPI arguments, as for the MPI function.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            sendbuf: *const c_void,
+            sendcount: c_int,
+            sendtype: MPI_Datatype,
+            recvbuf: *mut c_void,
+            recvcount: c_int,
+            recvtype: MPI_Datatype,
+            comm: MPI_Comm,
+        ) -> c_int {
+            if active() {
+                to_all_others(comm, bytes_of(sendcount, sendtype));
+            }
+            // SAFETY: forwarded as received.
+            unsafe {
+                ffi::$pmpi(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                )
+            }
+        }
+    };
 }
+
+to_everyone!(MPI_Allgather, PMPI_Allgather);
+to_everyone!(MPI_Alltoall, PMPI_Alltoall);
 
 /// Interposed: every rank sends its part to every other rank.
 ///
@@ -464,31 +473,6 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     unsafe {
         ffi::PMPI_Allgatherv(
             sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-        )
-    }
-}
-
-/// Interposed: every rank sends each other rank its part.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Alltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    if active() {
-        to_all_others(comm, bytes_of(sendcount, sendtype));
-    }
-    // SAFETY: forwarded as received.
-    unsafe {
-        ffi::PMPI_Alltoall(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     }
 }
