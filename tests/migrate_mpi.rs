@@ -12,23 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{checksum, children_of, jacobi, mpi_lock};
+use common::{checksum, children_of, jacobi, mpi_lock, rankmig};
 use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
 
 const RANKS: usize = 8;
 const ARGS: &[&str] = &["--size", "256", "--iters", "12000"];
-
-fn rankmig() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rankmig"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("RANKMIG_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    cmd
-}
 
 /// `rankmig run` of the Jacobi example on `RANKS` ranks, started in the background.
 fn start(dir: &Path, extra_env: &[(&str, &str)]) -> Job {

@@ -7,9 +7,9 @@ mod common;
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
-use common::{checksum, jacobi, mpi_lock};
+use common::{checksum, jacobi, mpi_lock, rankmig};
 use rankmig::matrix::{CommMatrix, MatrixFormat};
 
 const N: usize = 64;
@@ -39,25 +39,11 @@ fn live_matrix_of_a_halo_exchange_is_exact() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     fs::write(d.join("av"), "n1 2\nn2 2\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_rankmig"))
-        .current_dir(d)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("RANKMIG_MATRIX_OUT", d.join("live.mat"))
-        .args([
-            "run",
-            "-n",
-            "4",
-            "--availability",
-            "av",
-            "--run-dir",
-            "run",
-            "--",
-        ])
-        .arg(jacobi())
-        .args(args())
-        .output()
-        .unwrap();
+    let out = run_jacobi(
+        d,
+        4,
+        &[("RANKMIG_MATRIX_OUT", d.join("live.mat").into_os_string())],
+    );
     checksum(&out);
     let live = CommMatrix::load(&d.join("live.mat"), MatrixFormat::Dense).unwrap();
     assert_eq!(live, expected_halo(4));
@@ -73,6 +59,28 @@ fn live_matrix_of_a_halo_exchange_is_exact() {
             );
         }
     }
+}
+
+/// `rankmig run -n RANKS --availability av -- jacobi` in `dir`, with extra environment.
+fn run_jacobi(dir: &Path, ranks: usize, env: &[(&str, std::ffi::OsString)]) -> Output {
+    let mut cmd = rankmig();
+    cmd.current_dir(dir)
+        .args([
+            "run",
+            "-n",
+            &ranks.to_string(),
+            "--availability",
+            "av",
+            "--run-dir",
+            "run",
+            "--",
+        ])
+        .arg(jacobi())
+        .args(args());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("rankmig run")
 }
 
 fn started_lines(dir: &Path) -> Vec<String> {
@@ -92,24 +100,7 @@ fn ranks_bind_to_distinct_real_cores_when_there_are_enough() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     fs::write(d.join("av"), "n1 1\nn2 1\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_rankmig"))
-        .current_dir(d)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args([
-            "run",
-            "-n",
-            "2",
-            "--availability",
-            "av",
-            "--run-dir",
-            "run",
-            "--",
-        ])
-        .arg(jacobi())
-        .args(args())
-        .output()
-        .unwrap();
+    let out = run_jacobi(d, 2, &[]);
     checksum(&out);
     // n1's core 0 -> real core 0, n2's core 0 -> real core 1: one CPU each, distinct.
     let mut allowed: Vec<String> = started_lines(d)

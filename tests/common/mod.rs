@@ -82,3 +82,17 @@ pub fn children_of(ppid: u32) -> Vec<u32> {
     })
     .collect()
 }
+
+/// The `rankmig` command, with no `RANKMIG_*` setting of the caller leaking in, allowed
+/// to run `mpirun` as root.
+pub fn rankmig() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rankmig"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("RANKMIG_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    cmd
+}
