@@ -55,6 +55,11 @@ pub enum Command {
     ///
     /// Example: rankmig inspect rankmig-ckpt --verify
     Inspect(InspectArgs),
+    /// Run COMMAND as if on host HOST of an emulated cluster: in a new UTS namespace
+    /// named HOST. Open MPI calls it as its rsh agent under `run --emulated-cluster`.
+    ///
+    /// Example: rankmig emulated-host h1 hostname
+    EmulatedHost(EmulatedHostArgs),
     /// Print the levels, arities and leaf count of a topology.
     ///
     /// Example: rankmig topology --topology xml:node.xml --nodes 4
@@ -269,15 +274,40 @@ pub struct RunArgs {
     #[arg(short = 'n', long, required_unless_present = "restart")]
     pub ranks: Option<usize>,
     /// The availability file the job watches (`NAME CORES` lines); edit it while the
-    /// job runs to move ranks. Node names that are not hosts of the allocation are
-    /// logical nodes of this host.
+    /// job runs to move ranks. With an allocation (--hostfile, Slurm, PBS) the names
+    /// are hosts of the allocation and a name outside it is refused; without one they
+    /// are logical nodes of this host.
     #[arg(long, short = 'a', required_unless_present = "restart")]
     pub availability: Option<PathBuf>,
+    /// The hosts the job may ever use (Open MPI hostfile `NAME slots=N`, a node file,
+    /// `NAME:N`, or `NAME CORES` lines). Default: the Slurm (`SLURM_JOB_NODELIST`) or
+    /// PBS (`PBS_NODEFILE`) allocation this runs in, else this host alone with logical
+    /// nodes.
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// Run every host of the allocation as a UTS namespace of this machine, reached by
+    /// Open MPI through `rankmig emulated-host` (needs root or user namespaces).
+    #[arg(long)]
+    pub emulated_cluster: bool,
+    /// The tree of one node for planning: `live`, `xml:FILE` or `synthetic:STRING`.
+    /// Default with an allocation: the live tree of this machine; without: a flat node
+    /// as large as the largest offer.
+    #[arg(long, value_name = "TOPOLOGY")]
+    pub node_topology: Option<String>,
+    /// Pass ARG to mpirun (repeatable; also RANKMIG_MPIRUN_ARGS, whitespace separated).
+    /// OMPI_MCA_* variables of the environment reach mpirun as they are.
+    #[arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub mpirun_args: Vec<String>,
+    /// When Open MPI reports a host lost (its daemon or ranks died), restart from the
+    /// newest complete checkpoint without that host, at most N times.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub auto_restart: u32,
     /// Communication matrix used for the initial placement and for planning (default:
     /// none, the planner then only minimises moves).
     #[arg(long, short = 'm')]
     pub matrix: Option<PathBuf>,
-    /// Checkpoint directory (default: RUN_DIR/ckpt).
+    /// Checkpoint directory (default: RUN_DIR/ckpt). With several hosts it must be on
+    /// a file system every host sees, like the run directory.
     #[arg(long)]
     pub ckpt_dir: Option<PathBuf>,
     /// Run directory: placements, plans, per-iteration times (default: rankmig-run).
@@ -293,6 +323,16 @@ pub struct RunArgs {
     /// The program and its arguments, after `--`.
     #[arg(last = true)]
     pub program: Vec<String>,
+}
+
+/// Arguments of `rankmig emulated-host` (Open MPI calls it as an rsh agent).
+#[derive(Debug, Args)]
+pub struct EmulatedHostArgs {
+    /// The emulated host's name.
+    pub host: String,
+    /// The command to run there (given to /bin/sh -c, as ssh does).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
 }
 
 /// `rankmig report`.

@@ -57,6 +57,8 @@ pub enum CliError {
     Corrupt(String),
     #[error(transparent)]
     Launch(#[from] rankmig::migrate::launch::LaunchError),
+    #[error(transparent)]
+    Allocation(#[from] rankmig::migrate::allocation::AllocationError),
     #[error("{0}")]
     Report(String),
     #[error("the job ended with exit code {0}")]
@@ -88,6 +90,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Inspect(args) => run_inspect(&args),
         Command::Run(args) => run_job(&args),
         Command::Report(args) => run_report(&args),
+        Command::EmulatedHost(args) => {
+            rankmig::emulated_cluster::exec_on_host(&args.host, &args.command)
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+            Ok(())
+        }
     }
 }
 
@@ -346,11 +353,16 @@ fn run_inspect(args: &InspectArgs) -> Result<(), CliError> {
 }
 
 fn run_job(args: &RunArgs) -> Result<(), CliError> {
-    use rankmig::migrate::launch::{RunSpec, absolute, load_spec, run};
-    let (spec, restart) = match &args.restart {
+    use rankmig::migrate::allocation::Allocation;
+    use rankmig::migrate::launch::{RunSpec, absolute, load_spec};
+    let (mut spec, restart) = match &args.restart {
         Some(dir) => (load_spec(dir)?, true),
         None => {
             let run_dir = absolute(&args.run_dir);
+            let allocation = match &args.hostfile {
+                Some(path) => Some(Allocation::from_hostfile(&absolute(path))?),
+                None => Allocation::from_batch_environment(|k| std::env::var(k).ok())?,
+            };
             let spec = RunSpec {
                 ranks: args.ranks.unwrap_or(0),
                 availability: absolute(args.availability.as_deref().unwrap_or(Path::new(""))),
@@ -363,6 +375,10 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 check_every: args.check_every.max(1),
                 program: args.program.clone(),
                 env: Vec::new(),
+                allocation,
+                mpirun_args: args.mpirun_args.clone(),
+                node_topology: args.node_topology.clone(),
+                lost_hosts: Vec::new(),
             };
             (spec, false)
         }
@@ -370,7 +386,10 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
     if spec.ranks == 0 {
         return Err(CliError::Usage("-n must be at least 1".into()));
     }
-    let code = run(&spec, restart)?;
+    if args.emulated_cluster {
+        emulate_cluster(&spec)?;
+    }
+    let code = rankmig::migrate::supervise::run(&mut spec, restart, args.auto_restart)?;
     eprintln!(
         "rankmig: run recorded in {} (rankmig report {})",
         spec.run_dir.display(),
@@ -378,6 +397,28 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
     );
     if code != 0 {
         return Err(CliError::JobFailed(code));
+    }
+    Ok(())
+}
+
+/// Sets the Open MPI variables of an emulated cluster in this process's environment
+/// (mpirun inherits them).
+fn emulate_cluster(spec: &rankmig::migrate::launch::RunSpec) -> Result<(), CliError> {
+    if spec.allocation.is_none() {
+        return Err(CliError::Usage(
+            "--emulated-cluster needs an allocation: give --hostfile".into(),
+        ));
+    }
+    if !rankmig::emulated_cluster::available() {
+        return Err(CliError::Usage(
+            "--emulated-cluster: this machine does not let rankmig create UTS namespaces (`unshare --uts true` failed)".into(),
+        ));
+    }
+    let exe = std::env::current_exe().map_err(|e| CliError::Usage(e.to_string()))?;
+    let agent = format!("{} emulated-host", exe.display());
+    for (k, v) in rankmig::emulated_cluster::mpirun_settings(&agent) {
+        // SAFETY: single-threaded here, before mpirun is started.
+        unsafe { std::env::set_var(k, v) };
     }
     Ok(())
 }

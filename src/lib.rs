@@ -15,6 +15,7 @@
 
 pub mod availability;
 pub mod checkpoint;
+pub mod emulated_cluster;
 pub mod lines;
 pub mod matrix;
 pub mod migrate;

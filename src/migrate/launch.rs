@@ -1,9 +1,11 @@
-//! `rankmig run`: computes the initial placement, records the run, and starts the job
-//! under `mpirun` with what live migration needs.
+//! `rankmig run`: the run specification, the initial placement and the run directory.
 //!
-//! Node names of the availability file that are not hosts of the MPI allocation are
-//! logical nodes of this host: every rank is started here and told its logical node
-//! and core (`RANKMIG_PLACEMENT`); it binds itself accordingly.
+//! In multi-host mode (an allocation from `--hostfile`, Slurm or PBS: see
+//! [`super::allocation`]) the availability file names hosts of the allocation and each
+//! rank starts on its planned host ([`super::mpirun`]). Otherwise the nodes of the
+//! availability file are logical nodes of this host: every rank starts here and is told
+//! its logical node and core (`RANKMIG_PLACEMENT`); it binds itself accordingly.
+//! [`super::supervise`] runs `mpirun` and restarts after a lost host.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,13 +13,13 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::availability::{Availability, AvailabilityFormat};
+use crate::topology::{LeafKind, TopologySpec};
+
+use super::allocation::{Allocation, AllocationError, without_lost_hosts};
+use super::mpirun::{self, LaunchFiles};
 use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
 use crate::planner::{Placement, place};
 use crate::topology::Tree;
-
-use super::settings::{
-    ENV_AVAILABILITY, ENV_CHECK_EVERY, ENV_CORES_PER_NODE, ENV_MATRIX, ENV_PLACEMENT, ENV_RUN_DIR,
-};
 
 /// How a job is launched; saved as `run.json` so `--restart` can launch it again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +40,18 @@ pub struct RunSpec {
     pub program: Vec<String>,
     /// Extra environment for the ranks (`NAME=VALUE`).
     pub env: Vec<(String, String)>,
+    /// The hosts the job may use (multi-host mode); `None` = logical nodes of this host.
+    #[serde(default)]
+    pub allocation: Option<Allocation>,
+    /// Extra `mpirun` options (`--mpirun-arg`).
+    #[serde(default)]
+    pub mpirun_args: Vec<String>,
+    /// The tree of one node for planning (`--node-topology`).
+    #[serde(default)]
+    pub node_topology: Option<String>,
+    /// Hosts found lost at an earlier launch of this run (never used again).
+    #[serde(default)]
+    pub lost_hosts: Vec<String>,
 }
 
 /// Why a run could not be launched.
@@ -84,6 +98,9 @@ pub enum LaunchError {
     /// The logical node tree could not be built.
     #[error(transparent)]
     Topology(#[from] crate::topology::TopologyError),
+    /// The allocation is unusable, or the availability names a host outside it.
+    #[error(transparent)]
+    Allocation(#[from] AllocationError),
     /// No program given.
     #[error("no program to run: give it after --, e.g. rankmig run -n 8 -a av -- ./app")]
     NoProgram,
@@ -127,10 +144,32 @@ fn graph_for(spec: &RunSpec) -> Result<SymGraph, LaunchError> {
     }
 }
 
-/// Initial placement of the job for the current availability.
+/// The availability the job starts with: the file, less the hosts found lost, checked
+/// against the allocation in multi-host mode.
+pub fn starting_availability(spec: &RunSpec) -> Result<Availability, LaunchError> {
+    let file = Availability::load(&spec.availability, AvailabilityFormat::Auto)?;
+    if let Some(allocation) = &spec.allocation {
+        allocation.check(&file, &spec.availability.display().to_string())?;
+    }
+    Ok(without_lost_hosts(&file, &spec.lost_hosts)?)
+}
+
+/// The tree of one node used for the initial placement: `--node-topology`, else (in
+/// multi-host mode) this machine's live tree, else a flat node as large as the
+/// largest offer.
+pub fn node_tree(spec: &RunSpec, availability: &Availability) -> Result<Tree, LaunchError> {
+    match (&spec.node_topology, &spec.allocation) {
+        (Some(t), _) => Ok(t.parse::<TopologySpec>()?.load(LeafKind::Core)?),
+        (None, Some(_)) => Ok(TopologySpec::Live.load(LeafKind::Core)?),
+        (None, None) => Ok(logical_node_tree(availability, 1)?),
+    }
+}
+
+/// Initial placement of the job for the current availability, and the cores of the
+/// planning tree's node.
 pub fn initial_placement(spec: &RunSpec) -> Result<(Placement, usize), LaunchError> {
-    let availability = Availability::load(&spec.availability, AvailabilityFormat::Auto)?;
-    let tree = logical_node_tree(&availability, 1)?;
+    let availability = starting_availability(spec)?;
+    let tree = node_tree(spec, &availability)?;
     let placement = place(&availability, &graph_for(spec)?, &tree)?;
     Ok((placement, tree.leaf_count()))
 }
@@ -142,8 +181,9 @@ fn write(path: &Path, text: &str) -> Result<(), LaunchError> {
     })
 }
 
-/// Prepares the run directory: `run.json`, the placement of this launch, the rankfile.
-/// Returns the `mpirun` command. `restart` launches from the newest checkpoint.
+/// Prepares the run directory: `run.json`, the placement of this launch, the rankfile
+/// and (multi-host mode) the hostfile. Returns the `mpirun` command. `restart`
+/// launches from the newest checkpoint.
 pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
     if spec.program.is_empty() {
         return Err(LaunchError::NoProgram);
@@ -153,90 +193,43 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
         source,
     })?;
     let (placement, cores) = initial_placement(spec)?;
-    let json = serde_json::to_string_pretty(spec).map_err(|source| LaunchError::RunSpec {
-        path: spec.run_dir.join("run.json"),
-        source,
-    })?;
-    write(&spec.run_dir.join("run.json"), &json)?;
-    let name = if restart {
-        format!("placement-restart-{}.txt", std::process::id())
+    save_spec(spec)?;
+    let launch = if restart {
+        format!("restart-{}", std::process::id())
     } else {
-        "placement-0.txt".to_owned()
+        "0".to_owned()
     };
-    let placement_path = spec.run_dir.join(name);
+    let placement_path = spec.run_dir.join(format!("placement-{launch}.txt"));
     write(&placement_path, &placement.to_text())?;
     write(
         &spec.run_dir.join("rankfile"),
         &crate::output::plan::placement_rankfile(&placement),
     )?;
-    Ok(mpirun_command(spec, &placement_path, cores, restart))
-}
-
-/// The `mpirun` command line: as root, oversubscribed, TCP (spawn needs it), early exit
-/// of replaced processes allowed, no binding by Open MPI (ranks bind themselves to
-/// their logical core), the settings passed with `-x`.
-///
-/// `async_mpi_finalize` drops the PMIx fence at the start of `MPI_Finalize`: with
-/// processes of the job gone without finalizing (the replaced ranks), Open MPI 4.1.4's
-/// fence sometimes never completes and the ranks that stayed hang in `MPI_Finalize`
-/// (seen in 1 of 5 runs here; 0 of 8 with this setting).
-fn mpirun_command(spec: &RunSpec, placement: &Path, cores: usize, restart: bool) -> Command {
-    let mut cmd = Command::new("mpirun");
-    if running_as_root() {
-        cmd.arg("--allow-run-as-root");
-    }
-    cmd.args(["--oversubscribe", "--bind-to", "none"])
-        .args(["--mca", "orte_allowed_exit_without_sync", "1"])
-        .args(["--mca", "async_mpi_finalize", "1"])
-        .args(["--mca", "btl", "tcp,self"])
-        .args(["-np", &spec.ranks.to_string()]);
-    let mut env: Vec<(String, String)> = vec![
-        (ENV_RUN_DIR.into(), spec.run_dir.display().to_string()),
-        (
-            ENV_AVAILABILITY.into(),
-            spec.availability.display().to_string(),
-        ),
-        (ENV_PLACEMENT.into(), placement.display().to_string()),
-        (ENV_CORES_PER_NODE.into(), cores.to_string()),
-        (ENV_CHECK_EVERY.into(), spec.check_every.to_string()),
-        (
-            "RANKMIG_CKPT_DIR".into(),
-            spec.ckpt_dir.display().to_string(),
-        ),
-        (
-            "RANKMIG_RESTART".into(),
-            if restart { "1" } else { "0" }.into(),
-        ),
-    ];
-    if let Some(m) = &spec.matrix {
-        env.push((ENV_MATRIX.into(), m.display().to_string()));
-    }
-    env.extend(spec.env.iter().cloned());
-    for (k, v) in &env {
-        cmd.env(k, v);
-        cmd.args(["-x", k]);
-    }
-    // Other RANKMIG_* settings of the caller (checkpoint interval, test knobs such as
-    // RANKMIG_SPAWN_PROGRAM) reach the ranks too.
-    for (k, _) in std::env::vars_os() {
-        let Some(k) = k.to_str() else { continue };
-        if k.starts_with("RANKMIG_") && !env.iter().any(|(e, _)| e == k) {
-            cmd.args(["-x", k]);
+    let hostfile = match &spec.allocation {
+        Some(allocation) => {
+            let path = spec.run_dir.join(format!("hostfile-{launch}.txt"));
+            let text = mpirun::sequential_hostfile(&placement, &allocation.host_names());
+            write(&path, &text)?;
+            Some(path)
         }
-    }
-    cmd.args(&spec.program);
-    cmd
+        None => None,
+    };
+    let files = LaunchFiles {
+        placement: &placement_path,
+        hostfile: hostfile.as_deref(),
+        cores,
+    };
+    Ok(mpirun::command(spec, &files, restart))
 }
 
-fn running_as_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
+/// Writes `run.json`.
+pub fn save_spec(spec: &RunSpec) -> Result<(), LaunchError> {
+    let path = spec.run_dir.join("run.json");
+    let json = serde_json::to_string_pretty(spec).map_err(|source| LaunchError::RunSpec {
+        path: path.clone(),
+        source,
+    })?;
+    write(&path, &json)
 }
 
 /// Reads `run.json` of a run directory.
@@ -247,11 +240,4 @@ pub fn load_spec(run_dir: &Path) -> Result<RunSpec, LaunchError> {
         source,
     })?;
     serde_json::from_str(&text).map_err(|source| LaunchError::RunSpec { path, source })
-}
-
-/// Runs the job; returns `mpirun`'s exit code.
-pub fn run(spec: &RunSpec, restart: bool) -> Result<i32, LaunchError> {
-    let mut cmd = prepare(spec, restart)?;
-    let status = cmd.status().map_err(LaunchError::Mpirun)?;
-    Ok(status.code().unwrap_or(1))
 }

@@ -14,14 +14,17 @@
 //! `rankmig run` ([`launch`]) starts such a job under `mpirun` with the options this
 //! needs and records the run; `rankmig report` ([`report`]) reads the record.
 
+pub mod allocation;
 #[cfg(feature = "mpi")]
 pub mod job;
 pub mod launch;
+pub mod mpirun;
 #[cfg(feature = "mpi")]
 pub mod protocol;
 pub mod record;
 pub mod report;
 pub mod settings;
+pub mod supervise;
 
 #[cfg(feature = "mpi")]
 pub use job::Job;

@@ -17,6 +17,16 @@ pub const ENV_PLACEMENT: &str = "RANKMIG_PLACEMENT";
 pub const ENV_CORES_PER_NODE: &str = "RANKMIG_CORES_PER_NODE";
 /// A communication matrix file used for planning instead of the live counts.
 pub const ENV_MATRIX: &str = "RANKMIG_MATRIX";
+/// Hosts of the allocation, comma separated: set in multi-host mode, where node names
+/// are host names and replacement processes are spawned on their target host. Unset:
+/// the nodes are logical nodes of one host.
+pub const ENV_HOSTS: &str = "RANKMIG_HOSTS";
+/// Hosts found lost (their daemon died), comma separated: the job treats them as
+/// offering no core whatever the availability file says.
+pub const ENV_LOST_HOSTS: &str = "RANKMIG_LOST_HOSTS";
+/// The tree of one node for planning (`synthetic:...`, `xml:FILE` or `live`); in
+/// multi-host mode the default is the live tree of the ranks' hosts.
+pub const ENV_NODE_TOPOLOGY: &str = "RANKMIG_NODE_TOPOLOGY";
 /// Program spawned for replacement processes (default: this executable). A test knob:
 /// a program that cannot start makes the spawn fail.
 pub const ENV_SPAWN_PROGRAM: &str = "RANKMIG_SPAWN_PROGRAM";
@@ -38,6 +48,15 @@ pub struct JobSettings {
     pub matrix: Option<PathBuf>,
     /// Program to spawn.
     pub spawn_program: Option<PathBuf>,
+    /// Hosts of the allocation (multi-host mode); empty = logical nodes of one host.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// Hosts found lost.
+    #[serde(default)]
+    pub lost_hosts: Vec<String>,
+    /// The node tree given with `--node-topology`.
+    #[serde(default)]
+    pub node_topology: Option<String>,
 }
 
 impl JobSettings {
@@ -55,6 +74,15 @@ impl JobSettings {
                 .filter(|&v| v > 0)
                 .unwrap_or(default)
         };
+        let list = |k: &str| -> Vec<String> {
+            std::env::var(k)
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
         Self {
             run_dir: path(ENV_RUN_DIR),
             availability: path(ENV_AVAILABILITY),
@@ -63,7 +91,17 @@ impl JobSettings {
             cores_per_node: number(ENV_CORES_PER_NODE, 1) as usize,
             matrix: path(ENV_MATRIX),
             spawn_program: path(ENV_SPAWN_PROGRAM),
+            hosts: list(ENV_HOSTS),
+            lost_hosts: list(ENV_LOST_HOSTS),
+            node_topology: std::env::var(ENV_NODE_TOPOLOGY)
+                .ok()
+                .filter(|v| !v.trim().is_empty()),
         }
+    }
+
+    /// True in multi-host mode: node names are hosts of the allocation.
+    pub fn multi_host(&self) -> bool {
+        !self.hosts.is_empty()
     }
 
     /// True when the job watches an availability file and may migrate.

@@ -1,0 +1,198 @@
+//! Carrying out a plan: spawn the replacement processes on their target hosts, hand
+//! over the state, rebuild the communicator; what a new process receives.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use mpi::traits::{Communicator, CommunicatorCollectives};
+use serde::{Deserialize, Serialize};
+
+use crate::availability::Availability;
+use crate::checkpoint::{CheckpointConfig, Handover, Interval};
+use crate::monitor::{self, AvailabilityWatcher};
+use crate::planner::{Location, Placement, Plan};
+
+use super::super::protocol::{self, OldRankOutcome};
+use super::super::record::PhaseTimes;
+use super::super::settings::JobSettings;
+use super::outcome::Outcome;
+use super::{Job, MigrateError, leave_now};
+
+/// Everything a new process needs from rank 0 to continue the replaced rank.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Assignment {
+    pub(super) rank: usize,
+    pub(super) location: Location,
+    pub(super) handover: Handover,
+    pub(super) checkpoint: CheckpointSettings,
+    pub(super) settings: JobSettings,
+    pub(super) calls: u64,
+    pub(super) next_check: u64,
+    pub(super) view: Option<Availability>,
+    pub(super) view_hash: u64,
+    pub(super) placement: Placement,
+    pub(super) reconfigurations: u64,
+    pub(super) changes: u64,
+    pub(super) elapsed: f64,
+}
+
+/// The parts of a [`CheckpointConfig`] a new process needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct CheckpointSettings {
+    dir: PathBuf,
+    every_calls: Option<u64>,
+    every_nanos: Option<u64>,
+    keep: usize,
+    job: String,
+}
+
+impl CheckpointSettings {
+    pub(super) fn of(c: &CheckpointConfig) -> Self {
+        let (every_calls, every_nanos) = match c.interval {
+            Interval::Calls(n) => (Some(n), None),
+            Interval::Time(d) => (None, Some(d.as_nanos().min(u128::from(u64::MAX)) as u64)),
+        };
+        Self {
+            dir: c.dir.clone(),
+            every_calls,
+            every_nanos,
+            keep: c.keep,
+            job: c.job.clone(),
+        }
+    }
+
+    pub(super) fn config(&self) -> CheckpointConfig {
+        let config = CheckpointConfig::new(&self.dir)
+            .keep(self.keep)
+            .job(&self.job);
+        match (self.every_calls, self.every_nanos) {
+            (Some(n), _) => config.every(n),
+            (None, Some(ns)) => config.every_duration(Duration::from_nanos(ns)),
+            (None, None) => config,
+        }
+    }
+}
+
+impl Job {
+    /// Carries out `plan`. Collective over the old communicator.
+    pub(super) fn migrate<T: Serialize>(
+        &mut self,
+        state: &T,
+        plan: &Plan,
+        scheduling: f64,
+        change: &str,
+    ) -> Result<(), MigrateError> {
+        self.ckpt.finalize()?;
+        let migration_start = Instant::now();
+        let rank = self.comm.rank() as usize;
+        let leavers: Vec<usize> = plan.moves.iter().map(|m| m.rank).collect();
+        let leaving = leavers.contains(&rank);
+        let state_bytes = if leaving {
+            let state =
+                bincode::serialize(state).map_err(|e| MigrateError::State(e.to_string()))?;
+            let row = monitor::snapshot().map(|(total, _)| total);
+            bincode::serialize(&(row, state)).map_err(|e| MigrateError::State(e.to_string()))?
+        } else {
+            Vec::new()
+        };
+        let assignments = if self.is_root() {
+            self.assignments(plan)?
+        } else {
+            Vec::new()
+        };
+        let program = match &self.settings.spawn_program {
+            Some(p) => p.display().to_string(),
+            None => std::env::current_exe()?.display().to_string(),
+        };
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let mut phases = PhaseTimes::default();
+        let inter = match protocol::spawn(&self.comm, &program, &args, leavers.len()) {
+            Ok(inter) => inter,
+            Err(e) => {
+                let message = e.to_string();
+                if self.is_root() {
+                    eprintln!("rankmig: migration abandoned, every rank stays: {message}");
+                }
+                self.charge(scheduling, migration_start.elapsed().as_secs_f64());
+                self.record(Outcome {
+                    detail: Some(message),
+                    ..Outcome::of_plan("spawn failed", change, plan, scheduling)
+                });
+                return Ok(());
+            }
+        };
+        let mut largest_state = 0u64;
+        self.comm.all_reduce_into(
+            &(state_bytes.len() as u64),
+            &mut largest_state,
+            mpi::collective::SystemOperation::max(),
+        );
+        let largest_state = largest_state as usize;
+        let outcome = protocol::old_ranks_exchange(
+            &self.comm,
+            inter,
+            &leavers,
+            &assignments,
+            &state_bytes,
+            &mut phases,
+            migration_start,
+        );
+        self.charge(scheduling, migration_start.elapsed().as_secs_f64());
+        // The old rank 0 measured every phase: it records, whether it stays or leaves.
+        self.reconfigurations += 1;
+        self.placement = Some(plan.placement.clone());
+        self.record(Outcome {
+            phases,
+            state_bytes: largest_state,
+            ..Outcome::of_plan("migrated", change, plan, scheduling)
+        });
+        if self.is_root() {
+            if let Some(dir) = &self.settings.run_dir {
+                let path = dir.join(format!("placement-{}.txt", self.reconfigurations));
+                let _ = std::fs::write(path, plan.placement.to_text());
+            }
+        }
+        match outcome {
+            OldRankOutcome::Leave => {
+                self.flush_records();
+                self.note_process("left");
+                leave_now()
+            }
+            OldRankOutcome::Stay(comm) => {
+                self.comm = comm;
+                self.ckpt.collective_mut().set_communicator(&self.comm);
+                monitor::set_job_communicator(&self.comm, None);
+                monitor::mark_reconfiguration();
+                Ok(())
+            }
+        }
+    }
+
+    /// Rank 0: the messages for the new processes, in the order of the leavers.
+    pub(super) fn assignments(&self, plan: &Plan) -> Result<Vec<Vec<u8>>, MigrateError> {
+        plan.moves
+            .iter()
+            .map(|m| {
+                let a = Assignment {
+                    rank: m.rank,
+                    location: m.to.clone(),
+                    handover: self.ckpt.handover(),
+                    checkpoint: CheckpointSettings::of(self.ckpt.config()),
+                    settings: self.settings.clone(),
+                    calls: self.calls,
+                    next_check: self.next_check,
+                    view: self.view.clone(),
+                    view_hash: self
+                        .watcher
+                        .as_ref()
+                        .map_or(0, AvailabilityWatcher::last_hash),
+                    placement: plan.placement.clone(),
+                    reconfigurations: self.reconfigurations + 1,
+                    changes: self.changes,
+                    elapsed: self.started.elapsed().as_secs_f64(),
+                };
+                Ok(serde_json::to_vec(&a)?)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,313 @@
+//! The runtime an application holds: its communicator, its checkpoints, and the
+//! reconfiguration points where ranks migrate.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::Communicator;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::availability::Availability;
+use crate::checkpoint::{CheckpointConfig, CheckpointContext, MpiCollective};
+use crate::matrix::CommMatrix;
+use crate::monitor::{self, AvailabilityWatcher, Paused, Row, Traffic, WatchOutcome, Window};
+use crate::planner::{Location, Placement};
+
+mod binding;
+mod migration;
+mod outcome;
+mod reconfigure;
+
+use migration::Assignment;
+
+use super::MigrateError;
+use super::protocol::{self};
+use super::record::{self, IterationRecord};
+use super::settings::JobSettings;
+
+/// A rank of a job that may migrate.
+///
+/// ```no_run
+/// use rankmig::checkpoint::CheckpointConfig;
+/// use rankmig::migrate::Job;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let universe = mpi::initialize().ok_or("MPI")?;
+/// let mut job = Job::init(universe.world(), CheckpointConfig::new("ckpt").with_env()?)?;
+/// let mut state: (u64, Vec<f64>) = job.restore_or(|| (0, vec![0.0; 1024]))?;
+/// while state.0 < 1000 {
+///     let comm = job.comm(); // re-borrow every iteration: it changes at migrations
+///     // ... compute, exchange halos through `comm` ...
+///     state.0 += 1;
+///     rankmig::checkpoint!(job, state); // may save, or move this rank elsewhere
+/// }
+/// job.finalize()?;
+/// # Ok(()) }
+/// ```
+pub struct Job {
+    settings: JobSettings,
+    comm: SimpleCommunicator,
+    ckpt: CheckpointContext<MpiCollective>,
+    ckpt_due: bool,
+    calls: u64,
+    next_check: u64,
+    location: Location,
+    view: Option<Availability>,
+    watcher: Option<AvailabilityWatcher>,
+    placement: Option<Placement>,
+    arrived_state: Option<Vec<u8>>,
+    reconfigurations: u64,
+    changes: u64,
+    started: Instant,
+    last_end: Instant,
+    pending_records: Vec<IterationRecord>,
+}
+
+impl Job {
+    /// Starts the runtime. Collective over `world`. In a process spawned by a
+    /// migration, joins the job in place of the rank it replaces (and `config` is
+    /// replaced by the job's).
+    pub fn init(world: SimpleCommunicator, config: CheckpointConfig) -> Result<Self, MigrateError> {
+        if let Some(parent) = world.parent() {
+            return Self::arrive(parent);
+        }
+        let settings = JobSettings::from_env();
+        let ckpt = CheckpointContext::new(config, MpiCollective::new(&world))?;
+        let rank = world.rank() as usize;
+        let placement = match &settings.placement {
+            Some(p) => Some(Placement::load(p)?),
+            None => None,
+        };
+        let location = placement
+            .as_ref()
+            .filter(|p| rank < p.len())
+            .map(|p| p.location(rank).clone())
+            .unwrap_or_else(|| Location {
+                node: hostname(),
+                core: rank,
+            });
+        let mut job = Self {
+            next_check: settings.check_every,
+            settings,
+            comm: world,
+            ckpt,
+            ckpt_due: false,
+            calls: 0,
+            location,
+            view: None,
+            watcher: None,
+            placement,
+            arrived_state: None,
+            reconfigurations: 0,
+            changes: 0,
+            started: Instant::now(),
+            last_end: Instant::now(),
+            pending_records: Vec::new(),
+        };
+        monitor::set_job_communicator(&job.comm, None);
+        if let Some(path) = job.settings.availability.clone() {
+            let mut watcher = AvailabilityWatcher::new(path);
+            if let WatchOutcome::Changed { availability } = watcher.check(&job.comm) {
+                job.view = Some(availability);
+            }
+            job.watcher = Some(watcher);
+        }
+        job.bind();
+        job.note_process("start");
+        Ok(job)
+    }
+
+    /// A new process: receive the assignment and state, join the new communicator.
+    fn arrive(parent: mpi::topology::InterCommunicator) -> Result<Self, MigrateError> {
+        let arrival = protocol::new_process_exchange(parent, |bytes| {
+            let a: Assignment = serde_json::from_slice(bytes)?;
+            Ok(a.rank)
+        })?;
+        let a: Assignment = serde_json::from_slice(&arrival.assignment)?;
+        let coll = MpiCollective::new(&arrival.comm);
+        let ckpt = CheckpointContext::adopt(a.checkpoint.config(), coll, &a.handover)?;
+        // The state message carries the replaced rank's counters, then its state.
+        let (row, state): (Option<Row>, Vec<u8>) =
+            bincode::deserialize(&arrival.state).map_err(|e| MigrateError::State(e.to_string()))?;
+        monitor::set_job_communicator(&arrival.comm, row);
+        let watcher = a
+            .settings
+            .availability
+            .clone()
+            .map(|path| AvailabilityWatcher::resume(path, a.view_hash));
+        let job = Self {
+            settings: a.settings,
+            comm: arrival.comm,
+            ckpt,
+            ckpt_due: false,
+            calls: a.calls,
+            next_check: a.next_check,
+            location: a.location,
+            view: a.view,
+            watcher,
+            placement: Some(a.placement),
+            arrived_state: Some(state),
+            reconfigurations: a.reconfigurations,
+            changes: a.changes,
+            started: Instant::now() - Duration::from_secs_f64(a.elapsed.max(0.0)),
+            last_end: Instant::now(),
+            pending_records: Vec::new(),
+        };
+        job.bind();
+        job.note_process("arrived");
+        Ok(job)
+    }
+
+    /// The communicator to use now. It changes when ranks migrate: take it again after
+    /// every `checkpoint!`.
+    pub fn comm(&self) -> &SimpleCommunicator {
+        &self.comm
+    }
+
+    /// This rank's logical location.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// The checkpoint context (epochs, notes).
+    pub fn checkpoints(&self) -> &CheckpointContext<MpiCollective> {
+        &self.ckpt
+    }
+
+    /// The state: handed over by the rank this process replaces, restored from the
+    /// newest valid checkpoint at a restart, or `fresh()`.
+    pub fn restore_or<T, F>(&mut self, fresh: F) -> Result<T, MigrateError>
+    where
+        T: DeserializeOwned,
+        F: FnOnce() -> T,
+    {
+        if let Some(bytes) = self.arrived_state.take() {
+            return bincode::deserialize(&bytes).map_err(|e| MigrateError::State(e.to_string()));
+        }
+        let state = self.ckpt.restore_or(fresh)?;
+        self.calls = self.ckpt.calls();
+        self.next_check = (self.calls / self.settings.check_every + 1) * self.settings.check_every;
+        Ok(state)
+    }
+
+    /// Counts a `checkpoint!` call; true when [`Job::event`] must run. Used by the macro.
+    #[doc(hidden)]
+    #[inline]
+    pub fn tick(&mut self) -> bool {
+        self.calls += 1;
+        let now = Instant::now();
+        if self.settings.run_dir.is_some() {
+            self.pending_records.push(IterationRecord {
+                iteration: self.calls,
+                compute: (now - self.last_end).as_secs_f64(),
+                scheduling: 0.0,
+                migration: 0.0,
+            });
+        }
+        self.last_end = now;
+        self.ckpt_due = self.ckpt.tick();
+        self.ckpt_due || (self.settings.migrates() && self.calls >= self.next_check)
+    }
+
+    /// The slow path of `checkpoint!`: a checkpoint save or check, and at every
+    /// availability check a possible reconfiguration. Collective. A rank that is
+    /// replaced does not return: its process exits.
+    #[doc(hidden)]
+    pub fn event<T: Serialize>(&mut self, state: &T) -> Result<(), MigrateError> {
+        let _rankmig_traffic_is_not_counted = Paused::new();
+        if self.ckpt_due {
+            self.ckpt.event(state)?;
+        }
+        if self.settings.migrates() && self.calls >= self.next_check {
+            self.next_check = self.calls + self.settings.check_every;
+            self.reconfiguration_point(state)?;
+            self.flush_records();
+        }
+        self.last_end = Instant::now();
+        Ok(())
+    }
+
+    /// Waits for the last checkpoint and writes the last records. Collective.
+    pub fn finalize(&mut self) -> Result<(), MigrateError> {
+        let _rankmig_traffic_is_not_counted = Paused::new();
+        if std::env::var_os("RANKMIG_MATRIX_OUT").is_some() {
+            let matrix = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
+            self.export_matrix(&matrix);
+        }
+        self.ckpt.finalize()?;
+        self.flush_records();
+        self.note_process("finish");
+        Ok(())
+    }
+
+    fn is_root(&self) -> bool {
+        self.comm.rank() == 0
+    }
+
+    fn flush_records(&mut self) {
+        if let Some(dir) = &self.settings.run_dir {
+            let rank = self.comm.rank() as usize;
+            if let Err(e) = record::append_iterations(dir, rank, &self.pending_records) {
+                eprintln!(
+                    "rankmig: rank {rank}: cannot record iterations in {}: {e}",
+                    dir.display()
+                );
+            }
+        }
+        self.pending_records.clear();
+    }
+
+    /// Appends `rank,pid,node,core,event,cpus` to `processes.csv` (cpus = the CPUs the
+    /// process may run on, after binding).
+    fn note_process(&self, event: &str) {
+        if let Some(dir) = &self.settings.run_dir {
+            let cpus = monitor::location::allowed_cpus().unwrap_or_default();
+            let line = format!(
+                "{},{},{},{},{event},{}",
+                self.comm.rank(),
+                std::process::id(),
+                self.location.node,
+                self.location.core,
+                cpus.replace(',', ";")
+            );
+            let _ = record::append_line(&dir.join("processes.csv"), &line);
+        }
+    }
+
+    /// Adds the time of a phase to the current iteration's record.
+    fn charge(&mut self, scheduling: f64, migration: f64) {
+        if let Some(last) = self.pending_records.last_mut() {
+            last.scheduling += scheduling;
+            last.migration += migration;
+        }
+    }
+
+    /// Rank 0 writes the matrix to `RANKMIG_MATRIX_OUT` (TreeMatch's format), if set.
+    fn export_matrix(&self, matrix: &CommMatrix) {
+        if !self.is_root() {
+            return;
+        }
+        let Some(path) = std::env::var_os("RANKMIG_MATRIX_OUT").map(PathBuf::from) else {
+            return;
+        };
+        if let Err(e) = monitor::export_matrix(matrix, &path) {
+            eprintln!("rankmig: {e}");
+        }
+    }
+}
+
+/// Ends a replaced process: MPI is not finalized (an early `MPI_Finalize` would wait
+/// for the whole job); the launcher allows this exit.
+pub(super) fn leave_now() -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    std::process::exit(0)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".to_owned())
+}

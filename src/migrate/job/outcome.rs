@@ -1,0 +1,82 @@
+//! What happened at a reconfiguration point, as rank 0 records it in the run
+//! directory.
+
+use std::time::Instant;
+
+use crate::planner::Plan;
+
+use super::super::record::{self, PhaseTimes, Reconfiguration};
+use super::Job;
+
+impl Job {
+    /// Rank 0 appends what happened at a reconfiguration point to the run directory.
+    pub(super) fn record(&self, o: Outcome<'_>) {
+        if !self.is_root() {
+            return;
+        }
+        let Some(dir) = &self.settings.run_dir else {
+            return;
+        };
+        let r = Reconfiguration {
+            index: self.changes,
+            iteration: self.calls,
+            at_seconds: self.started.elapsed().as_secs_f64(),
+            change: o.change,
+            nodes: self.view.as_ref().map_or(0, |v| v.nodes().len()),
+            outcome: o.outcome.to_owned(),
+            detail: o.detail,
+            moves: o.plan.map_or(0, |p| p.moves.len()),
+            minimum_moves: o.plan.map_or(0, |p| p.minimum_moves),
+            hop_bytes_before: o.plan.map_or(0.0, |p| p.hop_bytes_before),
+            hop_bytes_after: o.plan.map_or(0.0, |p| p.hop_bytes_after),
+            scheduling: o.scheduling,
+            phases: o.phases,
+            state_bytes: o.state_bytes,
+        };
+        if let Err(e) = record::append_reconfiguration(dir, &r) {
+            eprintln!(
+                "rankmig: cannot record the reconfiguration in {}: {e}",
+                dir.display()
+            );
+        }
+    }
+}
+
+/// What happened at one reconfiguration point, for the record.
+pub(super) struct Outcome<'a> {
+    pub(super) outcome: &'a str,
+    pub(super) detail: Option<String>,
+    pub(super) change: String,
+    pub(super) plan: Option<&'a Plan>,
+    pub(super) scheduling: f64,
+    pub(super) phases: PhaseTimes,
+    pub(super) state_bytes: usize,
+}
+
+impl<'a> Outcome<'a> {
+    /// An edit or a plan refused: the job keeps its placement.
+    pub(super) fn refusal(outcome: &'a str, message: String, since: Instant) -> Self {
+        Self {
+            outcome,
+            change: message.clone(),
+            detail: Some(message),
+            plan: None,
+            scheduling: since.elapsed().as_secs_f64(),
+            phases: PhaseTimes::default(),
+            state_bytes: 0,
+        }
+    }
+
+    /// A plan was made for `change`.
+    pub(super) fn of_plan(outcome: &'a str, change: &str, plan: &'a Plan, scheduling: f64) -> Self {
+        Self {
+            outcome,
+            detail: None,
+            change: change.to_owned(),
+            plan: Some(plan),
+            scheduling,
+            phases: PhaseTimes::default(),
+            state_bytes: 0,
+        }
+    }
+}

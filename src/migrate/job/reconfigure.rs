@@ -1,0 +1,167 @@
+//! The reconfiguration decision: at an availability check, whether the job moves and
+//! where, planned on rank 0 and agreed by every rank.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::availability::Availability;
+use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
+use crate::monitor::gather::broadcast_bytes;
+use crate::monitor::{self, Traffic, WatchOutcome, Window};
+use crate::planner::{Location, Placement, Plan, PlanOptions, plan};
+
+use super::outcome::Outcome;
+use super::{Job, MigrateError};
+
+impl Job {
+    /// Checks the availability; plans and migrates when it changed.
+    pub(super) fn reconfiguration_point<T: Serialize>(
+        &mut self,
+        state: &T,
+    ) -> Result<(), MigrateError> {
+        let t0 = Instant::now();
+        let comm = &self.comm;
+        let seen = self
+            .watcher
+            .as_mut()
+            .map_or(WatchOutcome::Unchanged, |w| w.check(comm));
+        if !matches!(seen, WatchOutcome::Unchanged) {
+            self.changes += 1;
+        }
+        let availability = match seen {
+            WatchOutcome::Unchanged => {
+                self.charge(t0.elapsed().as_secs_f64(), 0.0);
+                return Ok(());
+            }
+            WatchOutcome::Refused { message } => {
+                self.record(Outcome::refusal("refused", message, t0));
+                return Ok(());
+            }
+            WatchOutcome::Changed { availability } => availability,
+        };
+        let placement = monitor::gather_placement(&self.comm, &self.location);
+        let live = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
+        self.export_matrix(&live);
+        let planned = self.plan_on_root(&availability, &placement, &live);
+        let plan = match planned {
+            Ok(p) => p,
+            Err(message) => {
+                if self.is_root() {
+                    eprintln!(
+                        "rankmig: cannot plan for the new availability, the job keeps its placement: {message}"
+                    );
+                }
+                self.record(Outcome::refusal("plan failed", message, t0));
+                return Ok(());
+            }
+        };
+        let scheduling = t0.elapsed().as_secs_f64();
+        let change = self.view.as_ref().map_or_else(
+            || "initial".to_owned(),
+            |old| old.diff(&availability).to_string(),
+        );
+        self.view = Some(availability);
+        if plan.moves.is_empty() {
+            self.placement = Some(plan.placement.clone());
+            self.record(Outcome::of_plan("no moves", &change, &plan, scheduling));
+            return Ok(());
+        }
+        self.migrate(state, &plan, scheduling, &change)
+    }
+
+    /// Rank 0 plans; everyone receives the plan (or the reason there is none).
+    pub(super) fn plan_on_root(
+        &self,
+        availability: &Availability,
+        placement: &Placement,
+        live: &CommMatrix,
+    ) -> Result<Plan, String> {
+        let planned: Option<Result<Plan, String>> = self.is_root().then(|| {
+            let graph = self.planning_graph(placement.len(), live)?;
+            let node_tree =
+                super::super::launch::logical_node_tree(availability, self.settings.cores_per_node)
+                    .map_err(|e| e.to_string())?;
+            plan(
+                availability,
+                placement,
+                &graph,
+                &node_tree,
+                &PlanOptions::default(),
+            )
+            .map_err(|e| e.to_string())
+        });
+        let bytes =
+            planned.map(|p| serde_json::to_vec(&p.map(PlanMessage::from)).unwrap_or_default());
+        let bytes = broadcast_bytes(&self.comm, bytes);
+        let message: Result<PlanMessage, String> =
+            serde_json::from_slice(&bytes).map_err(|e| format!("plan message: {e}"))?;
+        message.map(PlanMessage::into_plan)
+    }
+
+    /// The matrix file given to `rankmig run --matrix`, else the live counts.
+    pub(super) fn planning_graph(
+        &self,
+        ranks: usize,
+        live: &CommMatrix,
+    ) -> Result<SymGraph, String> {
+        match &self.settings.matrix {
+            Some(path) => {
+                let m = CommMatrix::load(path, MatrixFormat::Auto).map_err(|e| e.to_string())?;
+                if m.order() != ranks {
+                    return Err(format!(
+                        "{}: {} ranks, the job has {ranks}",
+                        path.display(),
+                        m.order()
+                    ));
+                }
+                Ok(m.symmetric())
+            }
+            None => Ok(live.symmetric()),
+        }
+    }
+}
+
+/// A plan as broadcast (the plan itself is serialisable; this keeps the wire format
+/// in one place).
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct PlanMessage {
+    moves: Vec<(usize, Location, Location)>,
+    placement: Placement,
+    minimum_moves: usize,
+    hop_bytes_before: f64,
+    hop_bytes_after: f64,
+}
+
+impl From<Plan> for PlanMessage {
+    fn from(p: Plan) -> Self {
+        Self {
+            moves: p
+                .moves
+                .into_iter()
+                .map(|m| (m.rank, m.from, m.to))
+                .collect(),
+            placement: p.placement,
+            minimum_moves: p.minimum_moves,
+            hop_bytes_before: p.hop_bytes_before,
+            hop_bytes_after: p.hop_bytes_after,
+        }
+    }
+}
+
+impl PlanMessage {
+    pub(super) fn into_plan(self) -> Plan {
+        Plan {
+            moves: self
+                .moves
+                .into_iter()
+                .map(|(rank, from, to)| crate::planner::Move { rank, from, to })
+                .collect(),
+            placement: self.placement,
+            minimum_moves: self.minimum_moves,
+            hop_bytes_before: self.hop_bytes_before,
+            hop_bytes_after: self.hop_bytes_after,
+            nodes: Default::default(),
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Running `mpirun` for `rankmig run`: signals reach the whole job, a lost host is
+//! noticed, and with `--auto-restart N` the job restarts without it from its newest
+//! complete checkpoint.
+//!
+//! `mpirun` runs in its own process group. SIGINT, SIGTERM and SIGHUP sent to
+//! `rankmig run` are forwarded to `mpirun`, which stops every rank on every host; if
+//! it has not ended [`STOP_GRACE`] later, `mpirun` and every process below it are
+//! killed.
+//!
+//! Open MPI 4.1 ends the whole job when a host's daemon or a rank dies. Its messages
+//! on stderr name the node ("... on node NAME ..."); the hosts of the allocation named
+//! in the messages of a failed run are the lost ones.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+use super::launch::{LaunchError, RunSpec, prepare, save_spec};
+
+/// How long `mpirun` has to stop the job after a forwarded signal before everything
+/// below it is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// How one launch ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchOutcome {
+    /// `mpirun`'s exit code (128 + signal when it was killed).
+    pub code: i32,
+    /// Hosts of the allocation that Open MPI reported lost or whose ranks died.
+    pub lost_hosts: Vec<String>,
+    /// The signal `rankmig run` received and forwarded, if any.
+    pub stopped_by: Option<i32>,
+}
+
+/// Runs the job, restarting it after a lost host at most `auto_restart` times.
+/// Returns the last launch's exit code.
+pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, LaunchError> {
+    let mut outcome = launch_once(spec, restart)?;
+    let mut restarts = 0;
+    while outcome.code != 0 && outcome.stopped_by.is_none() && restarts < auto_restart {
+        let new: Vec<String> = outcome
+            .lost_hosts
+            .iter()
+            .filter(|h| !spec.lost_hosts.contains(h))
+            .cloned()
+            .collect();
+        if new.is_empty() {
+            log::warn!(
+                "the job failed (mpirun exit {}) and no host was reported lost: not restarting",
+                outcome.code
+            );
+            break;
+        }
+        restarts += 1;
+        spec.lost_hosts.extend(new.iter().cloned());
+        save_spec(spec)?;
+        log::warn!(
+            "host(s) {} lost: restarting from the newest complete checkpoint without them (auto-restart {restarts} of {auto_restart})",
+            new.join(", ")
+        );
+        outcome = launch_once(spec, true)?;
+    }
+    Ok(outcome.code)
+}
+
+/// One `mpirun` launch, watched.
+pub fn launch_once(spec: &RunSpec, restart: bool) -> Result<LaunchOutcome, LaunchError> {
+    let mut cmd = prepare(spec, restart)?;
+    supervise(&mut cmd, spec)
+}
+
+fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchError> {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0).stderr(Stdio::piped());
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .map_err(LaunchError::Mpirun)?;
+    let handle = signals.handle();
+    let mut child = cmd.spawn().map_err(LaunchError::Mpirun)?;
+    let pid = child.id() as i32;
+    let received = Arc::new(AtomicI32::new(0));
+    let forwarder = {
+        let received = Arc::clone(&received);
+        std::thread::spawn(move || {
+            for signal in signals.forever() {
+                received.store(signal, Ordering::SeqCst);
+                log::warn!("signal {signal} received: stopping the job");
+                // SAFETY: kill(2) on the pid of our own child.
+                unsafe { libc::kill(pid, signal) };
+                let deadline = Instant::now() + STOP_GRACE;
+                while Instant::now() < deadline && alive(pid) {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                if alive(pid) {
+                    log::warn!("mpirun did not stop the job: killing every process of it");
+                    kill_tree(pid as u32);
+                }
+            }
+        })
+    };
+    let lost = Arc::new(Mutex::new(Vec::<String>::new()));
+    let reader = child.stderr.take().map(|stderr| {
+        let lost = Arc::clone(&lost);
+        let hosts = spec
+            .allocation
+            .as_ref()
+            .map(|a| a.host_names())
+            .unwrap_or_default();
+        std::thread::spawn(move || scan_stderr(stderr, &hosts, &lost))
+    });
+    let status = child.wait().map_err(LaunchError::Mpirun)?;
+    handle.close();
+    let _ = forwarder.join();
+    if let Some(r) = reader {
+        let _ = r.join();
+    }
+    let code = status.code().unwrap_or_else(|| {
+        use std::os::unix::process::ExitStatusExt;
+        128 + status.signal().unwrap_or(0)
+    });
+    let signal = received.load(Ordering::SeqCst);
+    let lost_hosts = lost.lock().map(|l| l.clone()).unwrap_or_default();
+    Ok(LaunchOutcome {
+        code,
+        lost_hosts,
+        stopped_by: (signal != 0).then_some(signal),
+    })
+}
+
+/// Copies `mpirun`'s stderr to ours and collects the hosts its failure messages name.
+fn scan_stderr(stderr: impl std::io::Read, hosts: &[String], lost: &Mutex<Vec<String>>) {
+    let mut out = std::io::stderr();
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        let _ = writeln!(out, "{line}");
+        if let Some(host) = failed_host(&line, hosts) {
+            if let Ok(mut l) = lost.lock() {
+                if !l.contains(&host) {
+                    l.push(host);
+                }
+            }
+        }
+    }
+}
+
+/// The host of the allocation a line of Open MPI's failure messages names: "lost
+/// communication with a remote daemon" (followed by "Remote daemon: ... on node
+/// NAME"), "... on node NAME exited on signal ...", "... ORTE daemon ... on node NAME".
+///
+/// ```
+/// use rankmig::migrate::supervise::failed_host;
+/// let hosts = ["h1".to_owned(), "h2".to_owned()];
+/// let l = "mpirun noticed that process rank 3 with PID 0 on node h2 exited on signal 9 (Killed).";
+/// assert_eq!(failed_host(l, &hosts), Some("h2".into()));
+/// assert_eq!(failed_host("  Remote daemon: [[1,0],2] on node h1", &hosts), Some("h1".into()));
+/// assert_eq!(failed_host("rank 0 on node h1 says hello", &hosts), None);
+/// ```
+pub fn failed_host(line: &str, hosts: &[String]) -> Option<String> {
+    let failure = [
+        "exited on signal",
+        "Remote daemon",
+        "lost communication",
+        "daemon",
+    ]
+    .iter()
+    .any(|w| line.contains(w));
+    if !failure {
+        return None;
+    }
+    let after = line.split("on node ").nth(1)?;
+    let name = after
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ')')
+        .next()?
+        .trim_end_matches('.');
+    hosts.iter().find(|h| *h == name).cloned()
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let exists = unsafe { libc::kill(pid, 0) } == 0;
+    exists
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+}
+
+/// Kills `pid` and every process below it (children first found, then killed
+/// together, so none is re-parented away before it is seen).
+pub fn kill_tree(pid: u32) {
+    let mut all = vec![pid];
+    let mut i = 0;
+    while i < all.len() {
+        all.extend(children_of(all[i]));
+        i += 1;
+    }
+    for p in all {
+        // SAFETY: kill(2); a pid that has gone meanwhile only gives ESRCH.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+}
+
+/// Pids whose parent is `ppid`, from `/proc`.
+pub fn children_of(ppid: u32) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| {
+        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let after = &stat[stat.rfind(')')? + 1..];
+        let parent: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
+        (parent == ppid).then_some(pid)
+    })
+    .collect()
+}
