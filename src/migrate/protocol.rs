@@ -79,13 +79,25 @@ fn executable(program: &str) -> Result<(), MigrateError> {
     Ok(())
 }
 
-/// Spawns `count` processes running `program args` from every rank of `comm`
-/// (collective, root 0). Every rank learns whether it worked.
+/// Processes to start on one host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnGroup {
+    /// The host (MPI info key `host`); `None` lets Open MPI choose (this host when the
+    /// job runs on logical nodes).
+    pub host: Option<String>,
+    /// How many processes.
+    pub count: usize,
+}
+
+/// Spawns the processes of `groups` (in order: the new processes are numbered group
+/// by group) running `program args`, from every rank of `comm` (collective, root 0),
+/// with one `MPI_Comm_spawn_multiple` command per group. Every rank learns whether it
+/// worked.
 pub fn spawn(
     comm: &SimpleCommunicator,
     program: &str,
     args: &[String],
-    count: usize,
+    groups: &[SpawnGroup],
 ) -> Result<InterCommunicator, MigrateError> {
     preflight(comm, program)?;
     return_errors(comm);
@@ -104,21 +116,29 @@ pub fn spawn(
         .map(|a| a.as_ptr() as *mut c_char)
         .chain(std::iter::once(std::ptr::null_mut()))
         .collect();
-    let mut errcodes: Vec<c_int> = vec![0; count];
-    // SAFETY: handles are valid, strings outlive the call, errcodes has `count` slots.
+    let total: usize = groups.iter().map(|g| g.count).sum();
+    let infos = SpawnInfos::new(groups).map_err(spawn_error)?;
+    let mut commands: Vec<*mut c_char> = vec![c_program.as_ptr() as *mut c_char; groups.len()];
+    let mut argvs: Vec<*mut *mut c_char> = vec![argv.as_mut_ptr(); groups.len()];
+    let mut counts: Vec<c_int> = groups.iter().map(|g| g.count as c_int).collect();
+    let mut errcodes: Vec<c_int> = vec![0; total];
     let mut inter = unsafe { ffi::RSMPI_COMM_NULL };
+    // SAFETY: handles are valid; the command, argv and info arrays have one entry per
+    // group and outlive the call; errcodes has one slot per process.
     let rc = unsafe {
-        ffi::MPI_Comm_spawn(
-            c_program.as_ptr(),
-            argv.as_mut_ptr(),
-            count as c_int,
-            ffi::RSMPI_INFO_NULL,
+        ffi::MPI_Comm_spawn_multiple(
+            groups.len() as c_int,
+            commands.as_mut_ptr(),
+            argvs.as_mut_ptr(),
+            counts.as_mut_ptr(),
+            infos.handles.as_ptr() as *mut ffi::MPI_Info,
             0,
             comm.as_raw(),
             &mut inter,
             errcodes.as_mut_ptr(),
         )
     };
+    drop(infos);
     let local_failed = rc != ffi::MPI_SUCCESS as c_int
         || inter == unsafe { ffi::RSMPI_COMM_NULL }
         || errcodes.iter().any(|&c| c != ffi::MPI_SUCCESS as c_int);
@@ -134,12 +154,62 @@ pub fn spawn(
             unsafe { ffi::MPI_Comm_free(&mut inter) };
         }
         return Err(spawn_error(format!(
-            "MPI_Comm_spawn of {count} process(es) failed (return code {rc})"
+            "MPI_Comm_spawn_multiple of {total} process(es) on {} failed (return code {rc})",
+            describe(groups)
         )));
     }
     // SAFETY: MPI returned a valid intercommunicator.
     unsafe { InterCommunicator::try_from_raw(inter) }
         .ok_or_else(|| spawn_error("MPI returned no intercommunicator".into()))
+}
+
+fn describe(groups: &[SpawnGroup]) -> String {
+    groups
+        .iter()
+        .map(|g| format!("{}×{}", g.host.as_deref().unwrap_or("any host"), g.count))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One MPI info object per spawn group (`host` set when the group names one), freed
+/// on drop.
+struct SpawnInfos {
+    handles: Vec<ffi::MPI_Info>,
+}
+
+impl SpawnInfos {
+    fn new(groups: &[SpawnGroup]) -> Result<Self, String> {
+        let mut infos = Self {
+            handles: Vec::with_capacity(groups.len()),
+        };
+        for g in groups {
+            let Some(host) = &g.host else {
+                infos.handles.push(unsafe { ffi::RSMPI_INFO_NULL });
+                continue;
+            };
+            let key = CString::new("host").map_err(|e| e.to_string())?;
+            let value = CString::new(host.as_str()).map_err(|e| e.to_string())?;
+            let mut info = unsafe { ffi::RSMPI_INFO_NULL };
+            // SAFETY: creating an info object and setting a key with valid C strings.
+            unsafe {
+                ffi::MPI_Info_create(&mut info);
+                ffi::MPI_Info_set(info, key.as_ptr(), value.as_ptr());
+            }
+            infos.handles.push(info);
+        }
+        Ok(infos)
+    }
+}
+
+impl Drop for SpawnInfos {
+    fn drop(&mut self) {
+        for info in &mut self.handles {
+            if *info != unsafe { ffi::RSMPI_INFO_NULL } {
+                // SAFETY: an info object we created and no longer use.
+                unsafe { ffi::MPI_Info_free(info) };
+            }
+        }
+    }
 }
 
 /// Frees an intercommunicator with `MPI_Comm_free` (rsmpi's drop would call the

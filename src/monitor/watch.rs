@@ -57,6 +57,8 @@ pub struct AvailabilityWatcher {
     last_hash: u64,
     current: Option<Availability>,
     last_diff: Option<AvailabilityDiff>,
+    allocation: Vec<String>,
+    lost_hosts: Vec<String>,
 }
 
 impl AvailabilityWatcher {
@@ -82,6 +84,8 @@ impl AvailabilityWatcher {
             last_hash,
             current: None,
             last_diff: None,
+            allocation: Vec::new(),
+            lost_hosts: Vec::new(),
         }
     }
 
@@ -92,6 +96,15 @@ impl AvailabilityWatcher {
     }
 
     /// Hash of the content seen last.
+    /// Multi-host mode: a content naming a host outside `allocation` is refused (file,
+    /// line and host named), and the hosts of `lost` offer no core whatever the file
+    /// says. An empty `allocation` accepts any name (logical nodes).
+    pub fn in_allocation(mut self, allocation: Vec<String>, lost: Vec<String>) -> Self {
+        self.allocation = allocation;
+        self.lost_hosts = lost;
+        self
+    }
+
     pub fn last_hash(&self) -> u64 {
         self.last_hash
     }
@@ -167,7 +180,10 @@ impl AvailabilityWatcher {
         }
         let text = String::from_utf8_lossy(&bytes);
         let origin = self.path.display().to_string();
-        let outcome = match Availability::parse(&text, &origin, AvailabilityFormat::Auto) {
+        let parsed = Availability::parse(&text, &origin, AvailabilityFormat::Auto)
+            .map_err(|e| e.to_string())
+            .and_then(|a| self.within_allocation(a, &origin));
+        let outcome = match parsed {
             Ok(availability)
                 if self
                     .current
@@ -177,11 +193,29 @@ impl AvailabilityWatcher {
                 WatchOutcome::Unchanged
             }
             Ok(availability) => WatchOutcome::Changed { availability },
-            Err(e) => WatchOutcome::Refused {
-                message: e.to_string(),
-            },
+            Err(message) => WatchOutcome::Refused { message },
         };
         (outcome, hash)
+    }
+
+    /// The availability as the job may use it: refused when it names a host outside
+    /// the allocation; lost hosts removed.
+    fn within_allocation(
+        &self,
+        availability: Availability,
+        origin: &str,
+    ) -> Result<Availability, String> {
+        use crate::migrate::allocation::{check_hosts, without_lost_hosts};
+        if self.allocation.is_empty() {
+            return Ok(availability);
+        }
+        check_hosts(&self.allocation, &availability, origin).map_err(|e| e.to_string())?;
+        without_lost_hosts(&availability, &self.lost_hosts).map_err(|e| {
+            format!(
+                "{origin}: {e} (hosts lost earlier: {})",
+                self.lost_hosts.join(", ")
+            )
+        })
     }
 
     fn unless_seen(&self, outcome: WatchOutcome, hash: u64) -> (WatchOutcome, u64) {

@@ -7,30 +7,47 @@ use crate::monitor;
 use super::Job;
 
 impl Job {
-    /// Binds this process to the real core of its logical location (best effort: a
+    /// Binds this process to the real core of its planned location (best effort: a
     /// failure is reported and the rank runs unbound).
     ///
-    /// Not when the job has more ranks than this machine has CPUs: pinned ranks that
+    /// In multi-host mode the planned core is a core of this host's tree; on logical
+    /// nodes of one host, logical core `core` of the node numbered `node_index` is real
+    /// core `(node_index × cores_per_node + core) mod real cores`.
+    ///
+    /// Not when more ranks share the machine than it has CPUs (the ranks planned on
+    /// this host in multi-host mode, the whole job on logical nodes): pinned ranks that
     /// busy-wait starve one another and Open MPI's runtime (a spawn then hung in 4 of 6
     /// runs here, 0 of 6 unpinned), so oversubscribed ranks are left to the scheduler,
     /// as Open MPI itself does. `RANKMIG_BIND=off` also disables binding.
     pub(super) fn bind(&self) {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if std::env::var("RANKMIG_BIND").is_ok_and(|v| v == "off")
-            || self.comm.size() as usize > cpus
-        {
+        if std::env::var("RANKMIG_BIND").is_ok_and(|v| v == "off") {
             return;
         }
-        let Some(view) = &self.view else { return };
-        let node_index = view
-            .nodes()
-            .iter()
-            .position(|n| n.name == self.location.node)
-            .unwrap_or(0);
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (sharing, node_index) = if self.settings.multi_host() {
+            let here = self.placement.as_ref().map_or(1, |p| {
+                p.locations()
+                    .iter()
+                    .filter(|l| l.node == self.location.node)
+                    .count()
+            });
+            (here, 0)
+        } else {
+            let Some(view) = &self.view else { return };
+            let index = view
+                .nodes()
+                .iter()
+                .position(|n| n.name == self.location.node)
+                .unwrap_or(0);
+            (self.comm.size() as usize, index)
+        };
+        if sharing > cpus {
+            return;
+        }
         let cores = self.settings.cores_per_node.max(1);
         if let Err(e) = monitor::location::bind_logical_core(node_index, self.location.core, cores)
         {
-            eprintln!("rankmig: rank {}: {e}", self.comm.rank());
+            log::warn!("rank {}: {e}", self.comm.rank());
         }
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::availability::Availability;
 use crate::checkpoint::{CheckpointConfig, Handover, Interval};
 use crate::monitor::{self, AvailabilityWatcher};
-use crate::planner::{Location, Placement, Plan};
+use crate::planner::{Location, Move, Placement, Plan};
 
 use super::super::protocol::{self, OldRankOutcome};
 use super::super::record::PhaseTimes;
@@ -85,7 +85,8 @@ impl Job {
         self.ckpt.finalize()?;
         let migration_start = Instant::now();
         let rank = self.comm.rank() as usize;
-        let leavers: Vec<usize> = plan.moves.iter().map(|m| m.rank).collect();
+        let moves = spawn_order(plan);
+        let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
         let leaving = leavers.contains(&rank);
         let state_bytes = if leaving {
             let state =
@@ -96,7 +97,7 @@ impl Job {
             Vec::new()
         };
         let assignments = if self.is_root() {
-            self.assignments(plan)?
+            self.assignments(&moves, plan)?
         } else {
             Vec::new()
         };
@@ -106,7 +107,8 @@ impl Job {
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         let mut phases = PhaseTimes::default();
-        let inter = match protocol::spawn(&self.comm, &program, &args, leavers.len()) {
+        let groups = spawn_groups(&moves, self.settings.multi_host());
+        let inter = match protocol::spawn(&self.comm, &program, &args, &groups) {
             Ok(inter) => inter,
             Err(e) => {
                 let message = e.to_string();
@@ -169,8 +171,12 @@ impl Job {
     }
 
     /// Rank 0: the messages for the new processes, in the order of the leavers.
-    pub(super) fn assignments(&self, plan: &Plan) -> Result<Vec<Vec<u8>>, MigrateError> {
-        plan.moves
+    pub(super) fn assignments(
+        &self,
+        moves: &[&Move],
+        plan: &Plan,
+    ) -> Result<Vec<Vec<u8>>, MigrateError> {
+        moves
             .iter()
             .map(|m| {
                 let a = Assignment {
@@ -195,4 +201,41 @@ impl Job {
             })
             .collect()
     }
+}
+
+/// The moves in the order the new processes are spawned: grouped by target host, hosts
+/// in order of first appearance, ranks ascending inside a host. New process `j`
+/// replaces the rank of the `j`-th move.
+fn spawn_order(plan: &Plan) -> Vec<&Move> {
+    let mut hosts: Vec<&str> = Vec::new();
+    for m in &plan.moves {
+        if !hosts.contains(&m.to.node.as_str()) {
+            hosts.push(&m.to.node);
+        }
+    }
+    let mut moves: Vec<&Move> = plan.moves.iter().collect();
+    moves.sort_by_key(|m| (hosts.iter().position(|h| *h == m.to.node), m.rank));
+    moves
+}
+
+/// The spawn requests of [`spawn_order`]'s moves: per target host, how many processes
+/// (with the host named in multi-host mode; one unnamed group on logical nodes).
+fn spawn_groups(moves: &[&Move], multi_host: bool) -> Vec<protocol::SpawnGroup> {
+    if !multi_host {
+        return vec![protocol::SpawnGroup {
+            host: None,
+            count: moves.len(),
+        }];
+    }
+    let mut groups: Vec<protocol::SpawnGroup> = Vec::new();
+    for m in moves {
+        match groups.last_mut() {
+            Some(g) if g.host.as_deref() == Some(m.to.node.as_str()) => g.count += 1,
+            _ => groups.push(protocol::SpawnGroup {
+                host: Some(m.to.node.clone()),
+                count: 1,
+            }),
+        }
+    }
+    groups
 }

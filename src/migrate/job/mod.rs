@@ -107,7 +107,8 @@ impl Job {
         };
         monitor::set_job_communicator(&job.comm, None);
         if let Some(path) = job.settings.availability.clone() {
-            let mut watcher = AvailabilityWatcher::new(path);
+            let mut watcher = AvailabilityWatcher::new(path)
+                .in_allocation(job.settings.hosts.clone(), job.settings.lost_hosts.clone());
             if let WatchOutcome::Changed { availability } = watcher.check(&job.comm) {
                 job.view = Some(availability);
             }
@@ -131,11 +132,10 @@ impl Job {
         let (row, state): (Option<Row>, Vec<u8>) =
             bincode::deserialize(&arrival.state).map_err(|e| MigrateError::State(e.to_string()))?;
         monitor::set_job_communicator(&arrival.comm, row);
-        let watcher = a
-            .settings
-            .availability
-            .clone()
-            .map(|path| AvailabilityWatcher::resume(path, a.view_hash));
+        let watcher = a.settings.availability.clone().map(|path| {
+            AvailabilityWatcher::resume(path, a.view_hash)
+                .in_allocation(a.settings.hosts.clone(), a.settings.lost_hosts.clone())
+        });
         let job = Self {
             settings: a.settings,
             comm: arrival.comm,

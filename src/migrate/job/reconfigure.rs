@@ -10,6 +10,7 @@ use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
 use crate::monitor::gather::broadcast_bytes;
 use crate::monitor::{self, Traffic, WatchOutcome, Window};
 use crate::planner::{Location, Placement, Plan, PlanOptions, plan};
+use crate::topology::{LeafKind, TopologySpec, Tree};
 
 use super::outcome::Outcome;
 use super::{Job, MigrateError};
@@ -77,19 +78,22 @@ impl Job {
         placement: &Placement,
         live: &CommMatrix,
     ) -> Result<Plan, String> {
+        // Planning that fails for any reason, a bug included, is a refusal: the job
+        // keeps its placement.
         let planned: Option<Result<Plan, String>> = self.is_root().then(|| {
-            let graph = self.planning_graph(placement.len(), live)?;
-            let node_tree =
-                super::super::launch::logical_node_tree(availability, self.settings.cores_per_node)
-                    .map_err(|e| e.to_string())?;
-            plan(
-                availability,
-                placement,
-                &graph,
-                &node_tree,
-                &PlanOptions::default(),
-            )
-            .map_err(|e| e.to_string())
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let graph = self.planning_graph(placement.len(), live)?;
+                let node_tree = self.planning_tree(availability)?;
+                plan(
+                    availability,
+                    placement,
+                    &graph,
+                    &node_tree,
+                    &PlanOptions::default(),
+                )
+                .map_err(|e| e.to_string())
+            }))
+            .unwrap_or_else(|_| Err("the planner failed (a bug: please report it)".into()))
         });
         let bytes =
             planned.map(|p| serde_json::to_vec(&p.map(PlanMessage::from)).unwrap_or_default());
@@ -97,6 +101,21 @@ impl Job {
         let message: Result<PlanMessage, String> =
             serde_json::from_slice(&bytes).map_err(|e| format!("plan message: {e}"))?;
         message.map(PlanMessage::into_plan)
+    }
+
+    /// The tree of one node: `--node-topology`, else (multi-host mode) the live tree of
+    /// this rank's host, else a flat logical node.
+    fn planning_tree(&self, availability: &Availability) -> Result<Tree, String> {
+        let loaded = match &self.settings.node_topology {
+            Some(spec) => spec
+                .parse::<TopologySpec>()
+                .and_then(|t| t.load(LeafKind::Core)),
+            None if self.settings.multi_host() => TopologySpec::Live.load(LeafKind::Core),
+            None => {
+                super::super::launch::logical_node_tree(availability, self.settings.cores_per_node)
+            }
+        };
+        loaded.map_err(|e| e.to_string())
     }
 
     /// The matrix file given to `rankmig run --matrix`, else the live counts.
