@@ -1,0 +1,342 @@
+//! `rankmig run` on an emulated cluster (each host a UTS namespace of this machine,
+//! reached by Open MPI through `rankmig emulated-host`), with real `mpirun`.
+//!
+//! Where a process runs is read from outside it: the application processes are the
+//! descendants of `rankmig run` whose executable is the Jacobi example, and each one's
+//! host is the host name of its UTS namespace (`nsenter -t PID -u hostname`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{checksum, children_of, jacobi, mpi_lock, rankmig};
+
+const SIZE: &str = "128";
+const ITERS: &str = "60000";
+
+/// Skips (with a message) where namespaces cannot be created.
+fn namespaces_available() -> bool {
+    let ok = Command::new("unshare")
+        .args(["--uts", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: `unshare --uts` is not allowed here: no emulated cluster");
+    }
+    ok
+}
+
+struct Cluster {
+    dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn new(hosts: &[&str], availability: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hostfile: String = hosts.iter().map(|h| format!("{h} slots=4\n")).collect();
+        fs::write(dir.path().join("hosts"), hostfile).expect("hostfile");
+        fs::write(dir.path().join("av"), availability).expect("availability");
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn run_dir(&self) -> PathBuf {
+        self.path("run")
+    }
+
+    /// `rankmig run` on the emulated cluster, in the background.
+    fn start(&self, ranks: usize, extra: &[&str]) -> Child {
+        let mut cmd = rankmig();
+        cmd.current_dir(self.dir.path())
+            .env("RANKMIG_CKPT_EVERY", "2000")
+            .args([
+                "run",
+                "-n",
+                &ranks.to_string(),
+                "-a",
+                "av",
+                "--hostfile",
+                "hosts",
+            ])
+            .args([
+                "--emulated-cluster",
+                "--node-topology",
+                "synthetic:core:4 pu:1",
+            ])
+            .args(["--run-dir", "run", "--check-every", "50"])
+            .args(extra)
+            .arg("--")
+            .arg(jacobi())
+            .args(["--size", SIZE, "--iters", ITERS])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().expect("rankmig run")
+    }
+
+    /// Replaces the availability file atomically.
+    fn edit(&self, text: &str) {
+        let tmp = self.path("av.tmp");
+        fs::write(&tmp, text).expect("write");
+        fs::rename(&tmp, self.path("av")).expect("rename");
+    }
+
+    fn records(&self) -> Vec<serde_json::Value> {
+        fs::read_to_string(self.run_dir().join("reconfigurations.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Ranks per host of placement file `name` of the run directory.
+    fn planned(&self, name: &str) -> BTreeMap<String, usize> {
+        let text = fs::read_to_string(self.run_dir().join(name)).expect("placement file");
+        let mut per_host = BTreeMap::new();
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        {
+            let host = line.split_whitespace().nth(1).expect("RANK NODE CORE");
+            *per_host.entry(host.to_owned()).or_insert(0) += 1;
+        }
+        per_host
+    }
+}
+
+/// Every process below `root`.
+fn descendants(root: u32) -> Vec<u32> {
+    let mut all = vec![root];
+    let mut i = 0;
+    while i < all.len() {
+        all.extend(children_of(all[i]));
+        i += 1;
+    }
+    all.remove(0);
+    all
+}
+
+/// The live application processes below `root` and their hosts, read from outside.
+fn live_hosts(root: u32) -> BTreeMap<u32, String> {
+    let app = fs::canonicalize(jacobi()).expect("jacobi path");
+    descendants(root)
+        .into_iter()
+        .filter(|pid| fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == app))
+        .filter(|pid| !is_zombie(*pid))
+        .filter_map(|pid| rankmig::emulated_cluster::host_of(pid).map(|h| (pid, h)))
+        .collect()
+}
+
+fn is_zombie(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+fn per_host(live: &BTreeMap<u32, String>) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for h in live.values() {
+        *out.entry(h.clone()).or_insert(0) += 1;
+    }
+    out
+}
+
+fn wait_until(what: &str, limit: Duration, ready: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Waits until the live processes' hosts are those of placement file `name`.
+fn assert_processes_follow(cluster: &Cluster, root: u32, name: &str) {
+    let planned = cluster.planned(name);
+    let start = Instant::now();
+    loop {
+        let live = per_host(&live_hosts(root));
+        if live == planned {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{name}: processes run on {live:?}, the plan says {planned:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn finish(child: Child) -> Output {
+    child.wait_with_output().expect("rankmig run output")
+}
+
+fn reference() -> String {
+    let out = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
+        .arg(jacobi())
+        .args(["--size", SIZE, "--iters", ITERS])
+        .output()
+        .expect("mpirun");
+    checksum(&out)
+}
+
+fn started(cluster: &Cluster) -> bool {
+    cluster.run_dir().join("iterations/rank-0.csv").exists()
+}
+
+#[test]
+fn ranks_follow_the_availability_across_hosts() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let expected = reference();
+    let cluster = Cluster::new(&["h1", "h2", "h3", "h4", "h5"], "h1 2\nh2 2\nh3 2\nh4 2\n");
+    let child = cluster.start(8, &[]);
+    let root = child.id();
+    wait_until("the job to start", Duration::from_secs(60), || {
+        started(&cluster)
+    });
+    assert_processes_follow(&cluster, root, "placement-0.txt");
+    assert_eq!(cluster.planned("placement-0.txt").len(), 4);
+
+    // (c) a host outside the allocation: refused, nobody moves.
+    cluster.edit("h1 2\nh2 2\nh3 2\nh9 2\n");
+    wait_until("the refusal", Duration::from_secs(60), || {
+        cluster.records().len() >= 1
+    });
+    let refusal = &cluster.records()[0];
+    assert_eq!(refusal["outcome"], "refused", "{refusal}");
+    let detail = refusal["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains(":4: host 'h9'"), "{detail}");
+    assert_processes_follow(&cluster, root, "placement-0.txt");
+
+    // Drop h2; add a fifth host; drop two.
+    let steps = [
+        ("h1 3\nh3 3\nh4 2\n", Some(["h2", "h2"])),
+        ("h1 3\nh3 3\nh4 2\nh5 2\n", None),
+        ("h3 4\nh5 4\n", Some(["h1", "h4"])),
+    ];
+    let mut migrations = 0;
+    for (k, (availability, emptied)) in steps.iter().enumerate() {
+        cluster.edit(availability);
+        wait_until("the step", Duration::from_secs(90), || {
+            cluster.records().len() >= k + 2
+        });
+        let record = &cluster.records()[k + 1];
+        if record["outcome"] == "migrated" {
+            migrations += 1;
+            let name = format!("placement-{migrations}.txt");
+            assert_processes_follow(&cluster, root, &name);
+            let live = per_host(&live_hosts(root));
+            for gone in emptied.iter().flatten() {
+                assert!(
+                    !live.contains_key(*gone),
+                    "{gone} still runs ranks: {live:?}"
+                );
+            }
+        } else {
+            assert_eq!(record["outcome"], "no moves", "{record}");
+        }
+    }
+    assert!(migrations >= 2, "{:?}", cluster.records());
+    let out = finish(child);
+    assert_eq!(checksum(&out), expected);
+}
+
+#[test]
+fn sigterm_stops_every_process_of_the_job() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let cluster = Cluster::new(&["h1", "h2"], "h1 2\nh2 2\n");
+    let child = cluster.start(4, &[]);
+    let root = child.id();
+    wait_until("the job to start", Duration::from_secs(60), || {
+        started(&cluster)
+    });
+    let job = descendants(root);
+    assert!(live_hosts(root).len() == 4, "{:?}", live_hosts(root));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(root as i32, libc::SIGTERM) };
+    let out = finish(child);
+    assert!(!out.status.success());
+    wait_until(
+        "every process of the job to end",
+        Duration::from_secs(20),
+        || {
+            job.iter()
+                .all(|&p| is_zombie(p) || !Path::new(&format!("/proc/{p}")).exists())
+        },
+    );
+}
+
+#[test]
+fn a_lost_host_is_left_behind_by_auto_restart() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let expected = reference();
+    let cluster = Cluster::new(&["h1", "h2", "h3"], "h1 2\nh2 2\nh3 2\n");
+    let child = cluster.start(4, &["--auto-restart", "1"]);
+    let root = child.id();
+    wait_until("a checkpoint", Duration::from_secs(120), || {
+        fs::read_dir(cluster.run_dir().join("ckpt"))
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().contains("epoch"))
+            })
+            .unwrap_or(false)
+    });
+    let victim = cluster
+        .planned("placement-0.txt")
+        .into_keys()
+        .next()
+        .expect("a host");
+    // The whole host dies: its daemon and every process in its namespace.
+    let on_victim: Vec<u32> = descendants(root)
+        .into_iter()
+        .filter(|&p| rankmig::emulated_cluster::host_of(p).as_deref() == Some(victim.as_str()))
+        .collect();
+    assert!(!on_victim.is_empty());
+    for p in &on_victim {
+        // SAFETY: kill(2) on processes of our own job.
+        unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+    }
+    wait_until("the restart", Duration::from_secs(120), || {
+        fs::read_dir(cluster.run_dir())
+            .map(|d| {
+                d.flatten().any(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with("placement-restart")
+                })
+            })
+            .unwrap_or(false)
+            && live_hosts(root).len() == 4
+    });
+    let live = per_host(&live_hosts(root));
+    assert!(
+        !live.contains_key(&victim),
+        "{victim} runs ranks again: {live:?}"
+    );
+    let out = finish(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("host(s) {victim} lost")),
+        "{stderr}"
+    );
+    assert_eq!(checksum(&out), expected, "{stderr}");
+}
