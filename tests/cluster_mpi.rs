@@ -213,7 +213,7 @@ fn ranks_follow_the_availability_across_hosts() {
     // (c) a host outside the allocation: refused, nobody moves.
     cluster.edit("h1 2\nh2 2\nh3 2\nh9 2\n");
     wait_until("the refusal", Duration::from_secs(60), || {
-        cluster.records().len() >= 1
+        !cluster.records().is_empty()
     });
     let refusal = &cluster.records()[0];
     assert_eq!(refusal["outcome"], "refused", "{refusal}");
@@ -280,63 +280,4 @@ fn sigterm_stops_every_process_of_the_job() {
                 .all(|&p| is_zombie(p) || !Path::new(&format!("/proc/{p}")).exists())
         },
     );
-}
-
-#[test]
-fn a_lost_host_is_left_behind_by_auto_restart() {
-    if !namespaces_available() {
-        return;
-    }
-    let _lock = mpi_lock();
-    let expected = reference();
-    let cluster = Cluster::new(&["h1", "h2", "h3"], "h1 2\nh2 2\nh3 2\n");
-    let child = cluster.start(4, &["--auto-restart", "1"]);
-    let root = child.id();
-    wait_until("a checkpoint", Duration::from_secs(120), || {
-        fs::read_dir(cluster.run_dir().join("ckpt"))
-            .map(|d| {
-                d.flatten()
-                    .any(|e| e.file_name().to_string_lossy().contains("epoch"))
-            })
-            .unwrap_or(false)
-    });
-    let victim = cluster
-        .planned("placement-0.txt")
-        .into_keys()
-        .next()
-        .expect("a host");
-    // The whole host dies: its daemon and every process in its namespace.
-    let on_victim: Vec<u32> = descendants(root)
-        .into_iter()
-        .filter(|&p| rankmig::emulated_cluster::host_of(p).as_deref() == Some(victim.as_str()))
-        .collect();
-    assert!(!on_victim.is_empty());
-    for p in &on_victim {
-        // SAFETY: kill(2) on processes of our own job.
-        unsafe { libc::kill(*p as i32, libc::SIGKILL) };
-    }
-    wait_until("the restart", Duration::from_secs(120), || {
-        fs::read_dir(cluster.run_dir())
-            .map(|d| {
-                d.flatten().any(|e| {
-                    e.file_name()
-                        .to_string_lossy()
-                        .starts_with("placement-restart")
-                })
-            })
-            .unwrap_or(false)
-            && live_hosts(root).len() == 4
-    });
-    let live = per_host(&live_hosts(root));
-    assert!(
-        !live.contains_key(&victim),
-        "{victim} runs ranks again: {live:?}"
-    );
-    let out = finish(child);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!("host(s) {victim} lost")),
-        "{stderr}"
-    );
-    assert_eq!(checksum(&out), expected, "{stderr}");
 }

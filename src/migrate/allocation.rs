@@ -207,7 +207,7 @@ pub fn check_hosts(
     match availability
         .nodes()
         .iter()
-        .find(|n| !hosts.iter().any(|h| *h == n.name))
+        .find(|n| !hosts.contains(&n.name))
     {
         None => Ok(()),
         Some(n) => Err(AllocationError::OutsideAllocation {
