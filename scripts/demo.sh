@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, and runs the live-migration demo.
 #
-# The Jacobi example runs as 32 MPI ranks on 4 logical nodes of 8 cores (all on this
-# machine) under `rankmig run`. While it runs, this script edits its availability file
+# The Jacobi example runs as 32 MPI ranks on 4 nodes of 8 cores under `rankmig run`.
+# Where this machine lets root create UTS namespaces, the nodes are the hosts n1..n5 of
+# an emulated cluster (`rankmig run --hostfile ... --emulated-cluster`: each host a
+# namespace with its own host name, reached by Open MPI through `rankmig
+# emulated-host`), and after each step the script prints where the ranks' processes
+# really are, read from outside them (`nsenter -t PID -u hostname`), next to the plan.
+# Elsewhere the nodes are logical nodes of this one host. The script says which mode ran. While it runs, this script edits its availability file
 # as in Fig. 3 of the paper (availability/demo/step1..5.avail): one node lost and
 # replaced by a spare, nodes lost one by one until one is left, then the last lost and
 # four back at once. Each edit waits for the job to have carried out the previous one.
@@ -36,11 +41,32 @@ reference=$(mpirun --oversubscribe -np 4 "$APP" --size "$SIZE" --iters "$ITERS" 
 echo "reference checksum: $reference"
 
 cp "$STEPS/step0.avail" av
+MODE_ARGS=()
+if unshare --uts true 2>/dev/null && command -v nsenter >/dev/null; then
+  MODE="emulated cluster: hosts n1..n5 are UTS namespaces of this machine"
+  printf 'n%d slots=8\n' 1 2 3 4 5 >hosts
+  MODE_ARGS=(--hostfile hosts --emulated-cluster --node-topology "synthetic:pack:2 core:4 pu:1")
+else
+  MODE="logical nodes of this host (no UTS namespaces here)"
+fi
 echo
-echo "== rankmig run -n $RANKS --availability av -- jacobi --size $SIZE --iters $ITERS"
-"$BIN" run -n "$RANKS" --availability av --run-dir run --check-every "$CHECK" -- \
+echo "== mode: $MODE"
+echo "== rankmig run -n $RANKS --availability av ${MODE_ARGS[*]} -- jacobi --size $SIZE --iters $ITERS"
+"$BIN" run -n "$RANKS" --availability av "${MODE_ARGS[@]}" --run-dir run --check-every "$CHECK" -- \
   "$APP" --size "$SIZE" --iters "$ITERS" >run.out 2>run.err &
 job=$!
+
+# Where the job's processes run, read from outside: "host:processes ..." per host.
+descendants() { local p; for p in $(pgrep -P "$1"); do echo "$p"; descendants "$p"; done; }
+real_hosts() {
+  local p
+  for p in $(descendants "$job"); do
+    [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$APP" ] || continue
+    grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && continue
+    nsenter -t "$p" -u hostname 2>/dev/null
+  done | sort | uniq -c | awk '{printf "%s:%d ", $2, $1}'
+  echo
+}
 
 records() { [ -f run/reconfigurations.jsonl ] && wc -l <run/reconfigurations.jsonl || echo 0; }
 progress() { tail -n 1 run/iterations/rank-0.csv 2>/dev/null | cut -d, -f1 || echo 0; }
@@ -56,6 +82,10 @@ wait_until() { # $1 = what, then a command that must succeed
 started() { [ -f run/iterations/rank-0.csv ]; }
 
 steps_done=0
+summary() { # a placement file -> "node:ranks ..." in node order
+  awk '{n[$2]++} END {for (k in n) printf "%s:%d ", k, n[k]; print ""}' "$1" |
+    tr ' ' '\n' | sort | tr '\n' ' '
+}
 if wait_until "its first availability check" started; then
   for k in 1 2 3 4 5; do
     # Spread the steps over the run: step k at about k/6 of the iterations.
@@ -68,6 +98,12 @@ if wait_until "its first availability check" started; then
     have_records() { [ "$(records)" -ge "$target" ]; }
     wait_until "step $k" have_records || break
     steps_done=$k
+    if [ ${#MODE_ARGS[@]} -gt 0 ]; then
+      latest=$(ls run/placement-[1-9]*.txt 2>/dev/null | sort -V | tail -n 1)
+      sleep 2 # the replaced processes exit right after the step
+      echo "   planned: $(summary "${latest:-run/placement-0.txt}")"
+      echo "   real:    $(real_hosts)"
+    fi
   done
 fi
 if [ "$steps_done" -lt 5 ]; then
@@ -77,14 +113,10 @@ fi
 status=0
 wait "$job" || status=$?
 echo
-echo "== job finished (exit $status) after $steps_done of 5 availability steps"
+echo "== job finished (exit $status) after $steps_done of 5 availability steps ($MODE)"
 sed -n 's/^checksum: //p' run.out | sed 's/^/migrated run checksum: /'
 echo "reference checksum:     $reference"
 
-summary() { # a placement file -> "node:ranks ..." in node order
-  awk '{n[$2]++} END {for (k in n) printf "%s:%d ", k, n[k]; print ""}' "$1" |
-    tr ' ' '\n' | sort | tr '\n' ' '
-}
 echo
 echo "== placement after each step (node:ranks)"
 for f in run/placement-0.txt $(ls run/placement-[1-9]*.txt 2>/dev/null | sort -V); do
