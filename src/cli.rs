@@ -48,6 +48,10 @@ pub enum Command {
     Run(RunArgs),
     /// Summarise a run directory: a table per reconfiguration and an SVG chart.
     ///
+    /// The chart shows the time of each iteration of the slowest rank (compute,
+    /// scheduling, migration stacked, log scale), the reconfigurations, and the nodes in
+    /// use (right-hand axis). Fails if RUN_DIR does not exist or holds no run record.
+    ///
     /// Example: rankmig report rankmig-run
     Report(ReportArgs),
     /// List the checkpoint epochs of a directory: complete or not, per-rank sizes and

@@ -59,8 +59,13 @@ pub enum CliError {
     Launch(#[from] rankmig::migrate::launch::LaunchError),
     #[error(transparent)]
     Allocation(#[from] rankmig::migrate::allocation::AllocationError),
-    #[error("{0}")]
-    Report(String),
+    #[error(transparent)]
+    Report(#[from] rankmig::migrate::report::ReportError),
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("the job ended with exit code {0}")]
     JobFailed(i32),
     #[error("{0}")]
@@ -425,14 +430,17 @@ fn emulate_cluster(spec: &rankmig::migrate::launch::RunSpec) -> Result<(), CliEr
 
 fn run_report(args: &ReportArgs) -> Result<(), CliError> {
     use rankmig::migrate::report::{read_run, svg, table};
-    let report = read_run(&args.run_dir).map_err(CliError::Report)?;
+    let report = read_run(&args.run_dir)?;
+    let chart = svg(&report)?;
     print!("{}", table(&report));
     let path = args
         .svg
         .clone()
         .unwrap_or_else(|| args.run_dir.join("report.svg"));
-    std::fs::write(&path, svg(&report))
-        .map_err(|e| CliError::Report(format!("{}: {e}", path.display())))?;
+    std::fs::write(&path, chart).map_err(|source| CliError::Write {
+        path: path.clone(),
+        source,
+    })?;
     println!("chart: {}", path.display());
     Ok(())
 }
