@@ -110,6 +110,14 @@ pub enum TopologyError {
     /// The tree has no leaf (no core, or everything filtered away).
     #[error("the topology has no usable leaf")]
     NoLeaves,
+    /// A size given by the user would make a tree of more than [`MAX_LEAVES`] leaves.
+    #[error("{what} {value}: more than {MAX_LEAVES} leaves, the limit")]
+    TooLarge {
+        /// What was asked, e.g. "a cluster of this node, nodes =".
+        what: &'static str,
+        /// The value given.
+        value: String,
+    },
     /// A leaf index does not exist in the tree.
     #[error("leaf {leaf} does not exist (the tree has {leaves} leaves)")]
     LeafOutOfRange {
@@ -119,6 +127,10 @@ pub enum TopologyError {
         leaves: usize,
     },
 }
+
+/// Most leaves a tree may have (a cluster, a synthetic description, symmetric
+/// arities): larger sizes are refused before anything proportional is allocated.
+pub const MAX_LEAVES: usize = 1 << 20;
 
 /// Highest CPU (leaf) index an index list may name: lists are at most 65536 long.
 pub const MAX_CPU_INDEX: usize = 65_535;
