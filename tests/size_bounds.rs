@@ -148,3 +148,18 @@ fn cli_edge_list_naming_rank_4294967295_is_a_clean_error() {
         "{err}"
     );
 }
+
+#[test]
+fn planning_on_a_65536_core_node_does_not_allocate_its_square() {
+    use rankmig::availability::{Availability, AvailabilityFormat};
+    use rankmig::matrix::CommMatrix;
+    use rankmig::planner::{Placement, PlanOptions, plan};
+    // 65536 cores: a table of core-to-core distances would take 32 GiB.
+    let node = Tree::from_arities(&[64, 1024]).unwrap();
+    let now = Placement::parse("0 n1 0\n1 n1 1\n2 n2 0\n3 n2 1\n", "p").unwrap();
+    let av = Availability::parse("n1 0\nn2 2\nn3 2\n", "av", AvailabilityFormat::Auto).unwrap();
+    let m = CommMatrix::from_triples(4, [(0, 1, 9.0), (2, 3, 9.0), (1, 2, 1.0)]);
+    let p = plan(&av, &now, &m.symmetric(), &node, &PlanOptions::default()).unwrap();
+    assert_eq!(p.moves.len(), 2);
+    assert!(p.moves.iter().all(|mv| mv.to.node == "n3"));
+}
