@@ -325,6 +325,16 @@ fn group_or_world_writable_directory_is_refused_unless_allowed() {
         .with_vars(|k| (k == "RANKMIG_CKPT_ALLOW_SHARED_DIR").then(|| "1".to_owned()))
         .unwrap();
     assert!(CheckpointContext::new(cfg, LocalCollective).is_ok());
+    // inspect reads it (safely) but says so.
+    let out = inspect(&dir, true);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("WARNING") && text(&out).contains("1777"),
+        "{}",
+        text(&out)
+    );
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(!text(&inspect(&dir, true)).contains("WARNING"));
 }
 
 // ---- section 2: never lose a good checkpoint ----

@@ -76,6 +76,9 @@ pub struct InspectReport {
     pub epochs: Vec<EpochReport>,
     /// Entries named like epochs that are not directories of this user (never used).
     pub ignored: Vec<epoch::IgnoredEntry>,
+    /// Why a job would refuse this directory (writable by others, or another user's),
+    /// if it would. Inspecting it is safe: nothing is followed or written.
+    pub dir_warning: Option<String>,
 }
 
 impl InspectReport {
@@ -114,6 +117,7 @@ pub fn inspect(dir: &Path, verify: bool) -> Result<InspectReport, CheckpointErro
             std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
         ));
     }
+    let dir_warning = storage::prepare_dir_check(dir).err().map(|e| e.to_string());
     let scan = epoch::scan_epochs(dir)?;
     let epochs = scan
         .epochs
@@ -125,6 +129,7 @@ pub fn inspect(dir: &Path, verify: bool) -> Result<InspectReport, CheckpointErro
         verified: verify,
         epochs,
         ignored: scan.ignored,
+        dir_warning,
     })
 }
 
@@ -244,6 +249,9 @@ impl fmt::Display for InspectReport {
             self.dir.display(),
             self.epochs.len()
         )?;
+        if let Some(w) = &self.dir_warning {
+            writeln!(f, "WARNING: {w}")?;
+        }
         for e in &self.epochs {
             write!(f, "{e}")?;
         }

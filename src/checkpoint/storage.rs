@@ -424,6 +424,20 @@ pub fn prepare_dir(dir: &Path, allow_shared: bool) -> Result<(), CheckpointError
         });
     }
     create_private_dir(dir)?;
+    if allow_shared {
+        return match fs::metadata(dir) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => Err(CheckpointError::unsafe_entry(dir, "not a directory")),
+            Err(e) => Err(CheckpointError::io("stat", dir, e)),
+        };
+    }
+    prepare_dir_check(dir)
+}
+
+/// The checks of [`prepare_dir`] on an existing directory, without creating it and
+/// without the opt-in: a directory of this user that its group and others cannot
+/// write into.
+pub fn prepare_dir_check(dir: &Path) -> Result<(), CheckpointError> {
     let meta = fs::metadata(dir).map_err(|e| CheckpointError::io("stat", dir, e))?;
     if !meta.is_dir() {
         return Err(CheckpointError::unsafe_entry(dir, "not a directory"));
@@ -436,9 +450,6 @@ pub fn prepare_dir(dir: &Path, allow_shared: bool) -> Result<(), CheckpointError
             reason,
         })
     };
-    if allow_shared {
-        return Ok(());
-    }
     if meta.uid() != euid() {
         return refuse("belongs to another user");
     }
