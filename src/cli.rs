@@ -78,8 +78,9 @@ pub struct TreeArgs {
     /// `synthetic:"pack:2 core:8 pu:1"`).
     #[arg(long, short = 't', value_parser = parse_topology, default_value = "live")]
     pub topology: TopologySpec,
-    /// Number of identical nodes under one root (a cluster of K such machines).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Number of identical nodes under one root (a cluster of K such machines), 1 to
+    /// 1048576; the whole cluster has at most 1048576 leaves.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     pub nodes: u32,
     /// What the leaves are: `core` (physical cores) or `pu` (hardware threads).
     #[arg(long, value_enum, default_value_t = LeafKind::Core)]
@@ -274,8 +275,13 @@ pub struct InspectArgs {
 /// `rankmig run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Number of ranks (kept for the whole run).
-    #[arg(short = 'n', long, required_unless_present = "restart")]
+    /// Number of ranks (kept for the whole run), 1 to 1048576.
+    #[arg(
+        short = 'n',
+        long,
+        required_unless_present = "restart",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 20)
+    )]
     pub ranks: Option<usize>,
     /// The availability file the job watches (`NAME CORES` lines); edit it while the
     /// job runs to move ranks. With an allocation (--hostfile, Slurm, PBS) the names

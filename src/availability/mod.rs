@@ -4,6 +4,10 @@
 //! per node, `#` comments, blank lines allowed, optionally `cpus=LIST` naming the offered
 //! cores. A node absent from the file, or with 0 cores, is unavailable.
 //!
+//! Bounds: a node offers at most [`MAX_CORES_PER_NODE`] cores (or slots, in every
+//! form), and a `cpus=` list names indexes 0 to [`crate::topology::MAX_CPU_INDEX`];
+//! anything larger is an error naming the file, the line and the value.
+//!
 //! ```
 //! use rankmig::availability::{Availability, AvailabilityFormat};
 //! let old = Availability::parse("n1 2\nn2 2 # spare\n", "av", AvailabilityFormat::Auto).unwrap();
@@ -21,6 +25,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use parse::AvailabilityFormat;
+
+/// Most cores (or slots) one node may offer in an availability file.
+pub const MAX_CORES_PER_NODE: usize = 65_536;
 
 /// One available node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -94,9 +101,11 @@ impl Availability {
         self.node(name).map_or(0, |n| n.cores)
     }
 
-    /// Total cores offered.
+    /// Total cores offered (saturating; with bounded offers it cannot overflow).
     pub fn total_cores(&self) -> usize {
-        self.nodes.iter().map(|n| n.cores).sum()
+        self.nodes
+            .iter()
+            .fold(0usize, |sum, n| sum.saturating_add(n.cores))
     }
 
     /// What changed from `self` to `newer`.

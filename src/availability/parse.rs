@@ -2,7 +2,7 @@
 
 use crate::topology::parse_index_list;
 
-use super::{AvailabilityError, NodeOffer};
+use super::{AvailabilityError, MAX_CORES_PER_NODE, NodeOffer};
 
 /// Forms of an availability file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -97,13 +97,23 @@ impl Ctx<'_> {
     }
 
     fn count(&self, line: usize, value: &str, what: &str) -> Result<usize, AvailabilityError> {
-        value.parse::<usize>().map_err(|_| {
+        let n = value.parse::<u64>().map_err(|_| {
             self.error(
                 line,
                 format!("{what} must be a non-negative integer"),
                 value,
             )
-        })
+        })?;
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= MAX_CORES_PER_NODE)
+            .ok_or_else(|| {
+                self.error(
+                    line,
+                    format!("{what} is above the limit of {MAX_CORES_PER_NODE} per node"),
+                    value,
+                )
+            })
     }
 
     fn native_line(&self, line: usize, text: &str) -> Result<NodeOffer, AvailabilityError> {
@@ -188,6 +198,13 @@ impl Ctx<'_> {
         for &(line, text) in lines {
             let name = self.name(line, text)?;
             match offers.iter_mut().find(|o| o.name == name) {
+                Some(o) if o.cores >= MAX_CORES_PER_NODE => {
+                    return Err(self.error(
+                        line,
+                        format!("more than {MAX_CORES_PER_NODE} slots for one node"),
+                        text,
+                    ));
+                }
                 Some(o) => o.cores += 1,
                 None => offers.push(NodeOffer {
                     name,
@@ -285,6 +302,30 @@ mod tests {
         );
         assert!(e("").contains("no cores available"));
         assert!(e("n1 2 3 4\n").contains("expected 'NAME CORES [cpus=LIST]'"));
+    }
+
+    #[test]
+    fn sizes_above_the_bounds_are_errors_naming_file_line_and_value() {
+        let e = |t: &str| parse_auto(t).unwrap_err().to_string();
+        for big in ["18446744073709551615", "100000000", "65537"] {
+            let msg = e(&format!("n1 2\nn2 {big}\n"));
+            assert!(msg.starts_with("av.txt:2: "), "{msg}");
+            assert!(msg.contains(big) && msg.contains("65536"), "{msg}");
+            let msg = e(&format!("n1 slots={big}\n"));
+            assert!(msg.starts_with("av.txt:1: ") && msg.contains(big), "{msg}");
+            let msg = e(&format!("n1:{big}\n"));
+            assert!(msg.starts_with("av.txt:1: ") && msg.contains(big), "{msg}");
+        }
+        let msg = e("n1 4 cpus=0-16777216\n");
+        assert!(msg.starts_with("av.txt:1: "), "{msg}");
+        assert!(msg.contains("0-16777216") && msg.contains("65535"), "{msg}");
+        let msg = e("n1 4 cpus=0-3,18446744073709551615\n");
+        assert!(msg.contains("18446744073709551615"), "{msg}");
+        // The bound itself is accepted.
+        assert_eq!(parse_auto("n1 65536\n").unwrap().cores("n1"), 65536);
+        let nodefile = "n1\n".repeat(65537);
+        let msg = e(&nodefile);
+        assert!(msg.starts_with("av.txt:65537: "), "{msg}");
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub const ENV_KEEP: &str = "RANKMIG_CKPT_KEEP";
 pub const ENV_RESTART: &str = "RANKMIG_RESTART";
 /// Job name written into every file and checked at restart (`RANKMIG_CKPT_JOB`).
 pub const ENV_JOB: &str = "RANKMIG_CKPT_JOB";
+/// `1` to accept a checkpoint directory that other users may write into
+/// (`RANKMIG_CKPT_ALLOW_SHARED_DIR`); see [`CheckpointConfig::allow_shared_dir`].
+pub const ENV_ALLOW_SHARED_DIR: &str = "RANKMIG_CKPT_ALLOW_SHARED_DIR";
 
 /// When saves happen.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,6 +50,9 @@ pub struct CheckpointConfig {
     pub restart: bool,
     /// Job name; a checkpoint of another job is refused.
     pub job: String,
+    /// Accept a group- or world-writable checkpoint directory (refused by default:
+    /// whoever can write into it can plant links and files there).
+    pub allow_shared_dir: bool,
 }
 
 impl CheckpointConfig {
@@ -59,6 +65,7 @@ impl CheckpointConfig {
             keep: 2,
             restart: false,
             job: default_job_name(),
+            allow_shared_dir: false,
         }
     }
 
@@ -90,10 +97,13 @@ impl CheckpointConfig {
             self.keep = usize::try_from(parse_num(ENV_KEEP, &v)?).unwrap_or(usize::MAX);
         }
         if let Some(v) = get(ENV_RESTART) {
-            self.restart = parse_bool(&v)?;
+            self.restart = parse_bool(ENV_RESTART, &v)?;
         }
         if let Some(v) = get(ENV_JOB) {
             self.job = v;
+        }
+        if let Some(v) = get(ENV_ALLOW_SHARED_DIR) {
+            self.allow_shared_dir = parse_bool(ENV_ALLOW_SHARED_DIR, &v)?;
         }
         self.validate()?;
         Ok(self)
@@ -135,7 +145,18 @@ impl CheckpointConfig {
         self
     }
 
-    /// Checks the values: interval and keep at least 1, a short one-line job name.
+    /// Accepts (or not) a checkpoint directory that its group or other users may
+    /// write into. Off by default: such a directory is refused with
+    /// [`CheckpointError::UnsafeDir`], because another user could plant links or FIFOs
+    /// in it. Also set by `RANKMIG_CKPT_ALLOW_SHARED_DIR=1`.
+    pub fn allow_shared_dir(mut self, yes: bool) -> Self {
+        self.allow_shared_dir = yes;
+        self
+    }
+
+    /// Checks the values: a non-empty directory path (an empty one would mean the
+    /// current directory, never found again at restart), interval and keep at least
+    /// 1, a short one-line job name.
     pub fn validate(&self) -> Result<(), CheckpointError> {
         let bad = |name, value: String, reason| {
             Err(CheckpointError::Config {
@@ -144,6 +165,13 @@ impl CheckpointConfig {
                 reason,
             })
         };
+        if self.dir.as_os_str().is_empty() {
+            return bad(
+                ENV_DIR,
+                String::new(),
+                "must name a directory, not be empty",
+            );
+        }
         match self.interval {
             Interval::Calls(0) => return bad(ENV_EVERY, "0".into(), "must be at least 1"),
             Interval::Time(d) if d.is_zero() => {
@@ -209,12 +237,12 @@ fn parse_seconds(v: &str) -> Result<Duration, CheckpointError> {
     Duration::try_from_secs_f64(s).map_err(|_| err("out of range"))
 }
 
-fn parse_bool(v: &str) -> Result<bool, CheckpointError> {
+fn parse_bool(name: &'static str, v: &str) -> Result<bool, CheckpointError> {
     match v.trim() {
         "1" | "true" | "yes" => Ok(true),
         "0" | "false" | "no" | "" => Ok(false),
         _ => Err(CheckpointError::Config {
-            name: ENV_RESTART,
+            name,
             value: v.into(),
             reason: "expected 1 or 0",
         }),

@@ -88,15 +88,18 @@ impl<C: Collective> CheckpointContext<C> {
     /// Builds the context; collective (every rank calls it).
     ///
     /// Creates the directory (mode 0700) and numbers the next epoch after the
-    /// highest one any rank sees, so an old epoch is never overwritten.
+    /// highest one any rank sees, so an old epoch is never overwritten. Refuses an
+    /// empty directory path, a directory other users may write into (unless
+    /// [`CheckpointConfig::allow_shared_dir`]) and an epoch number with no successor.
     pub fn new(config: CheckpointConfig, coll: C) -> Result<Self, CheckpointError> {
         let local = config
             .validate()
-            .and_then(|()| storage::create_private_dir(&config.dir))
+            .and_then(|()| storage::prepare_dir(&config.dir, config.allow_shared_dir))
             .and_then(|()| epoch::max_epoch(&config.dir));
         let max_here = restore::agree(&coll, local, "open the checkpoint directory", &config.dir)?;
         let mut a = [max_here];
         coll.all_max(&mut a);
+        let next_epoch = epoch::next_epoch(&config.dir, a[0])?;
         let mut ctx = Self {
             config,
             coll,
@@ -105,7 +108,7 @@ impl<C: Collective> CheckpointContext<C> {
             last_save_call: 0,
             last_save_time: Instant::now(),
             rate_sample: None,
-            next_epoch: a[0] + 1,
+            next_epoch,
             pending: None,
             outcome: None,
             writer: Writer::new(),
@@ -127,7 +130,11 @@ impl<C: Collective> CheckpointContext<C> {
         handover: &Handover,
     ) -> Result<Self, CheckpointError> {
         config.validate()?;
-        storage::create_private_dir(&config.dir)?;
+        // The migration runtime rebuilds the configuration of a replacement process
+        // from its own settings, so the environment's opt-in counts here too.
+        let allow_shared = config.allow_shared_dir
+            || std::env::var(super::config::ENV_ALLOW_SHARED_DIR).is_ok_and(|v| v.trim() == "1");
+        storage::prepare_dir(&config.dir, allow_shared)?;
         Ok(Self {
             config,
             coll,
@@ -197,7 +204,8 @@ impl<C: Collective> CheckpointContext<C> {
         self.committed
     }
 
-    /// Why epochs were skipped at restart, one line each (this rank's view).
+    /// Why epochs were skipped at restart, or left in place by retention or by the
+    /// discarding of newer epochs at restart, one line each (this rank's view).
     pub fn notes(&self) -> &[String] {
         &self.notes
     }
@@ -230,6 +238,7 @@ impl<C: Collective> CheckpointContext<C> {
         let mut finder = restore::agree(&self.coll, finder, "list the checkpoint directory", &dir)?;
         let agreed = restore::agree_on_epoch(&self.coll, &mut finder, &dir);
         self.notes = std::mem::take(&mut finder.notes);
+        let unreadable = finder.skipped_unreadable;
         let cand = agreed?;
         let state = bincode::deserialize::<T>(&cand.bytes[HEADER_LEN..]).map_err(|source| {
             CheckpointError::Serde {
@@ -238,7 +247,7 @@ impl<C: Collective> CheckpointContext<C> {
             }
         });
         let state = restore::agree(&self.coll, state, "decode the checkpoint", &dir)?;
-        self.discard_newer(cand.epoch)?;
+        self.discard_newer(cand.epoch, unreadable)?;
         self.restored = Some(cand.epoch);
         self.calls = cand.header.calls;
         self.last_save_call = self.calls;
@@ -248,23 +257,45 @@ impl<C: Collective> CheckpointContext<C> {
         Ok(state)
     }
 
-    /// Rank 0 removes the epochs newer than the restored one (they failed somewhere).
-    fn discard_newer(&mut self, restored: u64) -> Result<(), CheckpointError> {
+    /// Rank 0 removes this job's epochs newer than the restored one (they are damaged
+    /// or incomplete somewhere), unless some rank skipped one as unreadable rather
+    /// than damaged: then nothing is removed. Collective.
+    fn discard_newer(
+        &mut self,
+        restored: u64,
+        unreadable_here: bool,
+    ) -> Result<(), CheckpointError> {
+        let mut a = [u64::from(unreadable_here)];
+        self.coll.all_max(&mut a);
+        if a[0] != 0 {
+            self.note(vec![format!(
+                "epochs newer than {restored} kept: unreadable on some rank, not damaged"
+            )]);
+            return Ok(());
+        }
+        let (job, ranks) = (self.config.job.clone(), self.coll.size());
+        let dir = self.config.dir.clone();
         let local = if self.coll.rank() == 0 {
-            epoch::list_epochs(&self.config.dir).and_then(|list| {
-                list.iter()
-                    .filter(|e| e.epoch > restored)
-                    .try_for_each(|e| epoch::retire_epoch(&self.config.dir, e))
+            epoch::list_epochs(&dir).and_then(|list| {
+                let mut left = Vec::new();
+                for e in list.iter().filter(|e| e.epoch > restored) {
+                    let why = match epoch::owner(e, &job, ranks) {
+                        epoch::Owner::NotThisJob(why) => why,
+                        epoch::Owner::ThisJob => match epoch::retire_epoch(&dir, e)? {
+                            epoch::Retired::Removed => continue,
+                            epoch::Retired::Left(why) => why,
+                        },
+                    };
+                    left.push(format!("kept newer epoch {}: {why}", e.epoch));
+                }
+                Ok(left)
             })
         } else {
-            Ok(())
+            Ok(Vec::new())
         };
-        restore::agree(
-            &self.coll,
-            local,
-            "discard damaged epochs",
-            &self.config.dir,
-        )
+        let left = restore::agree(&self.coll, local, "discard damaged epochs", &dir)?;
+        self.note(left);
+        Ok(())
     }
 
     /// Counts a `checkpoint!` call; `true` when the slow path
@@ -358,6 +389,7 @@ impl<C: Collective> CheckpointContext<C> {
     fn save<T: Serialize>(&mut self, state: &T) -> Result<(), CheckpointError> {
         self.wait_and_commit()?;
         let epoch = self.next_epoch;
+        let following = epoch::next_epoch(&self.config.dir, epoch)?;
         let dir = self.config.dir.join(epoch::epoch_dir_name(epoch));
         let name = epoch::rank_file_name(self.coll.rank());
         let mut buf = self.writer.take_buffer();
@@ -379,7 +411,7 @@ impl<C: Collective> CheckpointContext<C> {
             spare,
         })?;
         self.pending = Some(epoch);
-        self.next_epoch += 1;
+        self.next_epoch = following;
         self.last_save_call = self.calls;
         self.last_save_time = Instant::now();
         self.schedule_after_save();
@@ -478,15 +510,17 @@ impl<C: Collective> CheckpointContext<C> {
         let committed = if self.coll.rank() == 0 {
             self.commit(epoch)
         } else {
-            Ok(())
+            Ok(Vec::new())
         };
-        restore::agree(&self.coll, committed, "commit the epoch", &self.config.dir)?;
+        let left = restore::agree(&self.coll, committed, "commit the epoch", &self.config.dir)?;
+        self.note(left);
         self.committed = Some(epoch);
         Ok(())
     }
 
-    /// Rank 0: writes the commit marker of `epoch`, then applies retention.
-    fn commit(&self, epoch: u64) -> Result<(), CheckpointError> {
+    /// Rank 0: writes the commit marker of `epoch`, then applies retention. Returns
+    /// why epochs retention would have removed were left alone.
+    fn commit(&self, epoch: u64) -> Result<Vec<String>, CheckpointError> {
         let marker = CommitMarker {
             version: FORMAT_VERSION,
             job: self.config.job.clone(),
@@ -495,7 +529,28 @@ impl<C: Collective> CheckpointContext<C> {
         };
         let dir = self.config.dir.join(epoch::epoch_dir_name(epoch));
         marker.write(&dir)?;
-        epoch::apply_retention(&self.config.dir, self.config.keep, epoch).map(|_| ())
+        let r = epoch::apply_retention(
+            &self.config.dir,
+            self.config.keep,
+            epoch,
+            &self.config.job,
+            self.coll.size(),
+        )?;
+        Ok(r.left
+            .into_iter()
+            .map(|(e, why)| format!("retention left epoch {e} in place: {why}"))
+            .collect())
+    }
+
+    /// Records notes: each new one is also printed once on standard error, since a
+    /// left-alone epoch or directory entry is something the user must look at.
+    fn note(&mut self, notes: Vec<String>) {
+        for n in notes {
+            if !self.notes.contains(&n) {
+                eprintln!("rankmig checkpoint: rank {}: {n}", self.coll.rank());
+                self.notes.push(n);
+            }
+        }
     }
 
     /// The checkpoint directory.

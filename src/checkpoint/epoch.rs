@@ -52,6 +52,9 @@ pub fn parse_rank_file_name(name: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
+/// Longest commit marker read, in bytes (a real one is under 100).
+pub const MARKER_MAX_LEN: u64 = 4096;
+
 /// Content of a commit marker: which job, rank count and format the epoch belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitMarker {
@@ -65,6 +68,8 @@ pub struct CommitMarker {
     pub epoch: u64,
 }
 
+const MARKER_KEYS: [&str; 4] = ["format", "job", "ranks", "epoch"];
+
 impl CommitMarker {
     /// Text form written to the marker file, one `key=value` per line.
     pub fn to_text(&self) -> String {
@@ -74,44 +79,94 @@ impl CommitMarker {
         )
     }
 
-    /// Parses the text form; `path` is only used in messages.
+    /// Parses the text form; `path` is only used in messages. Each of the keys
+    /// `format`, `job`, `ranks`, `epoch` must appear exactly once and nothing else.
     pub fn parse(text: &str, path: &Path) -> Result<Self, CheckpointError> {
-        let field = |key: &str| -> Result<&str, CheckpointError> {
-            text.lines()
-                .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
-                .ok_or_else(|| CheckpointError::corrupt(path, format!("commit marker lacks {key}")))
+        let bad = |why: String| CheckpointError::corrupt(path, format!("commit marker {why}"));
+        let mut values: [Option<&str>; 4] = [None; 4];
+        for line in text.lines() {
+            let (key, value) = line
+                .split_once('=')
+                .ok_or_else(|| bad(format!("line {line:?} is not key=value")))?;
+            let i = MARKER_KEYS
+                .iter()
+                .position(|k| *k == key)
+                .ok_or_else(|| bad(format!("has unknown key {key:?}")))?;
+            if values[i].replace(value).is_some() {
+                return Err(bad(format!("repeats {key}")));
+            }
+        }
+        let field = |i: usize| values[i].ok_or_else(|| bad(format!("lacks {}", MARKER_KEYS[i])));
+        let num = |i: usize| -> Result<u64, CheckpointError> {
+            let v = field(i)?;
+            v.parse()
+                .map_err(|_| bad(format!("{}={v:?} is not a number", MARKER_KEYS[i])))
         };
-        let num = |key: &str| -> Result<u64, CheckpointError> {
-            let v = field(key)?;
-            v.parse().map_err(|_| {
-                CheckpointError::corrupt(path, format!("commit marker {key}={v:?} is not a number"))
-            })
-        };
-        let version = u32::try_from(num("format")?)
-            .map_err(|_| CheckpointError::corrupt(path, "commit marker format out of range"))?;
-        let ranks = u32::try_from(num("ranks")?)
-            .map_err(|_| CheckpointError::corrupt(path, "commit marker ranks out of range"))?;
+        let version = u32::try_from(num(0)?).map_err(|_| bad("format out of range".into()))?;
+        let ranks = u32::try_from(num(2)?).map_err(|_| bad("ranks out of range".into()))?;
         Ok(Self {
             version,
-            job: field("job")?.to_owned(),
+            job: field(1)?.to_owned(),
             ranks,
-            epoch: num("epoch")?,
+            epoch: num(3)?,
         })
     }
 
-    /// Reads the marker of an epoch directory; `Ok(None)` when there is none.
+    /// Reads the marker of an epoch directory; `Ok(None)` when there is none. The
+    /// marker must be a regular file of this user, at most [`MARKER_MAX_LEN`] bytes.
     pub fn read(epoch_dir: &Path) -> Result<Option<Self>, CheckpointError> {
         let path = epoch_dir.join(COMMIT_MARKER);
-        match fs::read_to_string(&path) {
+        match storage::read_small_text(&path, MARKER_MAX_LEN) {
             Ok(text) => Self::parse(&text, &path).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(CheckpointError::io("read", path, e)),
+            Err(CheckpointError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
         }
     }
 
     /// Writes the marker atomically into `epoch_dir`.
     pub fn write(&self, epoch_dir: &Path) -> Result<(), CheckpointError> {
         storage::write_atomic(epoch_dir, COMMIT_MARKER, self.to_text().as_bytes()).map(|_| ())
+    }
+
+    /// Checks that the marker describes epoch `epoch` in this build's format with at
+    /// least one rank. A newer format gives [`CheckpointError::Refused`], anything
+    /// else [`CheckpointError::Corrupt`].
+    pub fn verify(&self, epoch: u64, path: &Path) -> Result<(), CheckpointError> {
+        if self.version > FORMAT_VERSION {
+            return Err(CheckpointError::refused(
+                path,
+                format!(
+                    "format version {} is newer than {FORMAT_VERSION}, the newest this build reads",
+                    self.version
+                ),
+            ));
+        }
+        let bad = |why: String| {
+            Err(CheckpointError::corrupt(
+                path,
+                format!("commit marker {why}"),
+            ))
+        };
+        if self.version != FORMAT_VERSION {
+            return bad(format!("has unknown format version {}", self.version));
+        }
+        if self.epoch != epoch {
+            return bad(format!(
+                "says epoch {}, its directory is epoch {epoch}",
+                self.epoch
+            ));
+        }
+        if self.ranks == 0 {
+            return bad("says 0 ranks".into());
+        }
+        if self.job.is_empty() {
+            return bad("has an empty job name".into());
+        }
+        Ok(())
     }
 
     /// Checks that the epoch belongs to this job and rank count and that its format is
@@ -166,33 +221,85 @@ impl EpochEntry {
     }
 }
 
-/// Lists the epoch directories of `dir`, newest first. A missing `dir` has none.
-pub fn list_epochs(dir: &Path) -> Result<Vec<EpochEntry>, CheckpointError> {
+/// An entry named like an epoch that is not a directory of this user (a link, a
+/// file, another user's directory): listed so it can be reported, never used.
+#[derive(Debug, Clone)]
+pub struct IgnoredEntry {
+    /// Epoch number from the name.
+    pub epoch: u64,
+    /// Its path.
+    pub path: PathBuf,
+    /// Why it is ignored.
+    pub reason: String,
+}
+
+/// The epoch-named entries of a checkpoint directory.
+#[derive(Debug, Clone, Default)]
+pub struct EpochScan {
+    /// Real directories of this user, newest first.
+    pub epochs: Vec<EpochEntry>,
+    /// Everything else named `epoch-N`, newest first.
+    pub ignored: Vec<IgnoredEntry>,
+}
+
+/// Lists the entries of `dir` named like epochs without following links: real
+/// directories of this user become epochs, anything else is ignored (with the reason).
+/// A missing `dir` has none.
+pub fn scan_epochs(dir: &Path) -> Result<EpochScan, CheckpointError> {
     let rd = match fs::read_dir(dir) {
         Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(EpochScan::default()),
         Err(e) => return Err(CheckpointError::io("list", dir, e)),
     };
-    let mut out = Vec::new();
+    let mut scan = EpochScan::default();
     for entry in rd {
         let entry = entry.map_err(|e| CheckpointError::io("list", dir, e))?;
         let Some(epoch) = entry.file_name().to_str().and_then(parse_epoch_dir_name) else {
             continue;
         };
-        if entry.path().is_dir() {
-            out.push(EpochEntry {
+        let path = entry.path();
+        // DirEntry::metadata does not follow a link.
+        let checked = entry
+            .metadata()
+            .map_err(|e| CheckpointError::io("stat", &path, e))
+            .and_then(|meta| storage::check_own_dir(&meta, &path));
+        match checked {
+            Ok(()) => scan.epochs.push(EpochEntry { epoch, path }),
+            Err(e) => scan.ignored.push(IgnoredEntry {
                 epoch,
-                path: entry.path(),
-            });
+                path,
+                reason: e.to_string(),
+            }),
         }
     }
-    out.sort_by_key(|e| std::cmp::Reverse(e.epoch));
-    Ok(out)
+    scan.epochs.sort_by_key(|e| std::cmp::Reverse(e.epoch));
+    scan.ignored.sort_by_key(|e| std::cmp::Reverse(e.epoch));
+    Ok(scan)
 }
 
-/// Highest epoch number present in `dir` (committed or not), 0 if none.
+/// Lists the epoch directories of `dir`, newest first (see [`scan_epochs`]).
+pub fn list_epochs(dir: &Path) -> Result<Vec<EpochEntry>, CheckpointError> {
+    Ok(scan_epochs(dir)?.epochs)
+}
+
+/// Highest epoch number named in `dir` (committed or not, and counting names that are
+/// not usable directories, so a new epoch never takes their name), 0 if none.
 pub fn max_epoch(dir: &Path) -> Result<u64, CheckpointError> {
-    Ok(list_epochs(dir)?.first().map_or(0, |e| e.epoch))
+    let scan = scan_epochs(dir)?;
+    let used = scan.epochs.first().map_or(0, |e| e.epoch);
+    let ignored = scan.ignored.first().map_or(0, |e| e.epoch);
+    Ok(used.max(ignored))
+}
+
+/// The epoch after `epoch`, or [`CheckpointError::Refused`] naming the directory of
+/// `epoch` when there is none (the counter never wraps onto older epochs).
+pub fn next_epoch(dir: &Path, epoch: u64) -> Result<u64, CheckpointError> {
+    epoch.checked_add(1).ok_or_else(|| {
+        CheckpointError::refused(
+            dir.join(epoch_dir_name(epoch)),
+            format!("epoch number {epoch} leaves no room for a next epoch; move it away"),
+        )
+    })
 }
 
 /// Directory (inside the checkpoint directory) holding retired rank files kept for
@@ -204,11 +311,145 @@ pub fn spare_path(dir: &Path, rank: u32) -> PathBuf {
     dir.join(SPARE_DIR).join(rank_file_name(rank))
 }
 
-/// Removes an epoch directory: the commit marker first, so a removal cut short
-/// leaves an uncommitted epoch, never a committed one with missing files.
-pub fn remove_epoch(entry: &EpochEntry) -> Result<(), CheckpointError> {
+/// Whose an epoch is, as far as retention and discarding are concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// This job (job name and rank count): it may be removed.
+    ThisJob,
+    /// Another job, or unknown: it is left alone, for the reason given.
+    NotThisJob(String),
+}
+
+/// Decides whether `entry` belongs to job `job` with `ranks` ranks: by its commit
+/// marker, or, without one, by the headers of its rank files (all readable ones must
+/// name this job and at least one must exist; an empty directory is this job's).
+/// An unreadable marker or a foreign entry makes it not this job's.
+pub fn owner(entry: &EpochEntry, job: &str, ranks: u32) -> Owner {
+    let marker_path = entry.path.join(COMMIT_MARKER);
+    match entry.marker() {
+        Ok(Some(m)) if m.job == job && m.ranks == ranks => return Owner::ThisJob,
+        Ok(Some(m)) => {
+            return Owner::NotThisJob(format!(
+                "committed by job {:?} with {} ranks",
+                m.job, m.ranks
+            ));
+        }
+        Ok(None) => {}
+        Err(e) => return Owner::NotThisJob(format!("unreadable marker: {e}")),
+    }
+    let rd = match fs::read_dir(&entry.path) {
+        Ok(rd) => rd,
+        Err(e) => return Owner::NotThisJob(format!("cannot list it: {e}")),
+    };
+    let (mut ours, mut entries) = (0usize, 0usize);
+    for item in rd {
+        let Ok(item) = item else {
+            return Owner::NotThisJob("cannot list it".into());
+        };
+        entries += 1;
+        let name = item.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let bare = name
+            .strip_prefix('.')
+            .and_then(|n| n.split_once(".tmp").map(|(n, _)| n))
+            .unwrap_or(name);
+        if parse_rank_file_name(bare).is_none() {
+            continue;
+        }
+        if let Ok((h, _)) = storage::read_header(&item.path()) {
+            if h.job != job || h.ranks != ranks {
+                return Owner::NotThisJob(format!(
+                    "{} was written by job {:?} with {} ranks",
+                    item.path().display(),
+                    h.job,
+                    h.ranks
+                ));
+            }
+            ours += 1;
+        }
+    }
+    if ours > 0 || entries == 0 {
+        Owner::ThisJob
+    } else {
+        Owner::NotThisJob(format!(
+            "{} is missing and no file names this job",
+            marker_path.display()
+        ))
+    }
+}
+
+/// What [`retire_epoch`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Retired {
+    /// The epoch is gone.
+    Removed,
+    /// The epoch was left untouched, for the reason given.
+    Left(String),
+}
+
+/// Retires an epoch of the checkpoint directory `dir`: checks first that the epoch
+/// directory is a real directory of this user holding only regular files of this
+/// user (otherwise nothing is touched: [`Retired::Left`]); then removes its commit
+/// marker, moves its rank files to [`SPARE_DIR`] for reuse by the next saves (a
+/// rename, much cheaper than unlinking a large file), removes the other files and
+/// the directory. A removal cut short leaves an uncommitted epoch, never a committed
+/// one with missing files. Nothing is followed through a link.
+pub fn retire_epoch(dir: &Path, entry: &EpochEntry) -> Result<Retired, CheckpointError> {
+    let meta = fs::symlink_metadata(&entry.path)
+        .map_err(|e| CheckpointError::io("stat", &entry.path, e))?;
+    if let Err(e) = storage::check_own_dir(&meta, &entry.path) {
+        return Ok(Retired::Left(e.to_string()));
+    }
+    let mut files = Vec::new();
+    let rd = fs::read_dir(&entry.path).map_err(|e| CheckpointError::io("list", &entry.path, e))?;
+    for item in rd {
+        let item = item.map_err(|e| CheckpointError::io("list", &entry.path, e))?;
+        let path = item.path();
+        let meta = item
+            .metadata()
+            .map_err(|e| CheckpointError::io("stat", &path, e))?;
+        if let Err(e) = storage::check_own_file(&meta, &path) {
+            return Ok(Retired::Left(e.to_string()));
+        }
+        let rank = item.file_name().to_str().and_then(parse_rank_file_name);
+        files.push((path, rank));
+    }
     remove_marker(entry)?;
-    fs::remove_dir_all(&entry.path).map_err(|e| CheckpointError::io("remove", &entry.path, e))
+    let spare_dir = dir.join(SPARE_DIR);
+    let spare_ok = storage::ensure_own_subdir(&spare_dir).is_ok();
+    for (path, rank) in files {
+        if path.file_name().is_some_and(|n| n == COMMIT_MARKER) {
+            continue;
+        }
+        let moved = spare_ok
+            && rank.is_some_and(|r| {
+                let to = spare_path(dir, r);
+                spare_slot_free(&to) && fs::rename(&path, to).is_ok()
+            });
+        if !moved {
+            remove_file(&path)?;
+        }
+    }
+    fs::remove_dir(&entry.path).map_err(|e| CheckpointError::io("remove", &entry.path, e))?;
+    Ok(Retired::Removed)
+}
+
+/// Whether a spare slot is empty or holds a regular file of ours (which a rename
+/// may replace).
+fn spare_slot_free(path: &Path) -> bool {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => storage::check_own_file(&meta, path).is_ok(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+fn remove_file(path: &Path) -> Result<(), CheckpointError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(CheckpointError::io("remove", path, e))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn remove_marker(entry: &EpochEntry) -> Result<(), CheckpointError> {
@@ -220,52 +461,38 @@ fn remove_marker(entry: &EpochEntry) -> Result<(), CheckpointError> {
     }
 }
 
-/// Retires an epoch of the checkpoint directory `dir`: removes its commit marker
-/// first, moves its rank files to [`SPARE_DIR`] for reuse by the next saves (a
-/// rename, much cheaper than unlinking a large file), then removes the directory.
-pub fn retire_epoch(dir: &Path, entry: &EpochEntry) -> Result<(), CheckpointError> {
-    remove_marker(entry)?;
-    let spare_dir = dir.join(SPARE_DIR);
-    storage::create_private_dir(&spare_dir)?;
-    let rd = fs::read_dir(&entry.path).map_err(|e| CheckpointError::io("list", &entry.path, e))?;
-    for item in rd {
-        let item = item.map_err(|e| CheckpointError::io("list", &entry.path, e))?;
-        let rank = item.file_name().to_str().and_then(parse_rank_file_name);
-        let moved = rank.is_some_and(|r| fs::rename(item.path(), spare_path(dir, r)).is_ok());
-        if !moved {
-            remove_any(&item.path())?;
-        }
-    }
-    fs::remove_dir(&entry.path).map_err(|e| CheckpointError::io("remove", &entry.path, e))
+/// What [`apply_retention`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Retention {
+    /// Epochs removed.
+    pub removed: Vec<u64>,
+    /// Epochs that would have been removed but were left alone, with the reason.
+    pub left: Vec<(u64, String)>,
 }
 
-fn remove_any(path: &Path) -> Result<(), CheckpointError> {
-    let r = if path.is_dir() {
-        fs::remove_dir_all(path)
-    } else {
-        fs::remove_file(path)
-    };
-    match r {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(CheckpointError::io("remove", path, e))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Applies retention after epoch `committed` was committed: keeps the `keep` newest
-/// committed epochs (at least 1), removes older committed epochs and every
-/// uncommitted epoch older than `committed`. Returns the removed epoch numbers.
+/// Applies retention after epoch `committed` of job `job` (`ranks` ranks) was
+/// committed: keeps the `keep` newest committed epochs of this job (at least 1),
+/// removes its older committed epochs and every uncommitted epoch of this job older
+/// than `committed`. Epochs of other jobs, and anything that is not a plain epoch
+/// directory of this user, are left alone (see [`owner`], [`retire_epoch`]).
 pub fn apply_retention(
     dir: &Path,
     keep: usize,
     committed: u64,
-) -> Result<Vec<u64>, CheckpointError> {
+    job: &str,
+    ranks: u32,
+) -> Result<Retention, CheckpointError> {
     let keep = keep.max(1);
     let mut kept = 0usize;
-    let mut removed = Vec::new();
+    let mut out = Retention::default();
     for entry in list_epochs(dir)? {
         if entry.epoch > committed {
+            continue;
+        }
+        if let Owner::NotThisJob(why) = owner(&entry, job, ranks) {
+            if entry.epoch < committed {
+                out.left.push((entry.epoch, why));
+            }
             continue;
         }
         let is_committed = matches!(entry.marker(), Ok(Some(_)));
@@ -274,14 +501,16 @@ pub fn apply_retention(
             continue;
         }
         if entry.epoch < committed {
-            retire_epoch(dir, &entry)?;
-            removed.push(entry.epoch);
+            match retire_epoch(dir, &entry)? {
+                Retired::Removed => out.removed.push(entry.epoch),
+                Retired::Left(why) => out.left.push((entry.epoch, why)),
+            }
         }
     }
-    if !removed.is_empty() {
+    if !out.removed.is_empty() {
         storage::sync_dir(dir)?;
     }
-    Ok(removed)
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -291,7 +520,19 @@ mod tests {
     fn make_epoch(dir: &Path, epoch: u64, committed: bool) -> EpochEntry {
         let path = dir.join(epoch_dir_name(epoch));
         storage::create_private_dir(&path).unwrap();
-        storage::write_atomic(&path, &rank_file_name(0), b"data").unwrap();
+        let h = storage::FileHeader {
+            version: FORMAT_VERSION,
+            rank: 0,
+            ranks: 2,
+            epoch,
+            calls: 1,
+            payload_len: 0,
+            checksum: storage::payload_checksum(b""),
+            job: "j".into(),
+        };
+        let mut b = [0u8; storage::HEADER_LEN];
+        h.encode(&mut b);
+        storage::write_atomic(&path, &rank_file_name(0), &b).unwrap();
         if committed {
             marker(epoch).write(&path).unwrap();
         }
@@ -352,8 +593,8 @@ mod tests {
             make_epoch(dir.path(), e, e != 3);
         }
         make_epoch(dir.path(), 6, false);
-        let removed = apply_retention(dir.path(), 2, 5).unwrap();
-        assert_eq!(removed, vec![3, 2, 1]);
+        let r = apply_retention(dir.path(), 2, 5, "j", 2).unwrap();
+        assert_eq!(r.removed, vec![3, 2, 1]);
         let left: Vec<u64> = list_epochs(dir.path())
             .unwrap()
             .iter()

@@ -45,6 +45,32 @@ pub enum CheckpointError {
         /// The mismatch, naming both values.
         reason: String,
     },
+    /// Something in the checkpoint directory is not what rankmig writes there: a
+    /// symbolic link, a FIFO or device, a file or directory of another user, a file
+    /// with more than one link. It is neither followed, read, reused nor removed.
+    #[error("refusing to use {path}: {reason}")]
+    Unsafe {
+        /// The entry concerned.
+        path: PathBuf,
+        /// What it is, e.g. "a symbolic link".
+        reason: String,
+    },
+    /// The checkpoint directory itself may be written by other users (or belongs to
+    /// another user), who could plant links or FIFOs in it.
+    #[error(
+        "checkpoint directory {path} (mode {mode:o}, owner uid {owner}) {reason}; \
+         make it private (chmod go-w) or set RANKMIG_CKPT_ALLOW_SHARED_DIR=1 to use it anyway"
+    )]
+    UnsafeDir {
+        /// The checkpoint directory.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+        /// Its owner.
+        owner: u32,
+        /// Why it is refused.
+        reason: &'static str,
+    },
     /// A collective step failed on another rank; that rank's own message says why.
     #[error("rank {rank} failed to {what} in {dir} (see that rank's message)")]
     OtherRank {
@@ -103,6 +129,20 @@ impl CheckpointError {
             path: path.into(),
             reason: reason.into(),
         }
+    }
+
+    /// Builds a [`CheckpointError::Unsafe`] for `path`.
+    pub fn unsafe_entry(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Self::Unsafe {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Whether this error says the data is damaged ([`CheckpointError::Corrupt`]), as
+    /// opposed to unreadable or untrusted: only damaged epochs may be discarded.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Self::Corrupt { .. })
     }
 
     /// Builds a [`CheckpointError::Refused`] for `path`.

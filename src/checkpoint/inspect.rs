@@ -15,6 +15,9 @@ pub enum FileStatus {
     Ok,
     /// Damaged: the reason.
     Corrupt(String),
+    /// Could not be read, or not a regular file of this user (a link, a FIFO, ...):
+    /// the reason. Not read further.
+    Unreadable(String),
 }
 
 /// One rank file of an epoch.
@@ -71,21 +74,32 @@ pub struct InspectReport {
     pub verified: bool,
     /// Epochs, newest first.
     pub epochs: Vec<EpochReport>,
+    /// Entries named like epochs that are not directories of this user (never used).
+    pub ignored: Vec<epoch::IgnoredEntry>,
+    /// Why a job would refuse this directory (writable by others, or another user's),
+    /// if it would. Inspecting it is safe: nothing is followed or written.
+    pub dir_warning: Option<String>,
 }
 
 impl InspectReport {
-    /// Whether a complete epoch has a corrupt or missing file (or a damaged marker).
+    /// Whether a complete epoch has a corrupt, unreadable or missing file, a marker
+    /// is damaged or unreadable, or an entry named like an epoch is not one.
     pub fn has_corruption(&self) -> bool {
-        self.epochs
-            .iter()
-            .any(|e| e.is_damaged() || e.marker_error.is_some())
+        !self.ignored.is_empty()
+            || self
+                .epochs
+                .iter()
+                .any(|e| e.is_damaged() || e.marker_error.is_some())
     }
 }
 
 /// Lists the epochs of `dir` with per-rank file sizes and stored checksums.
 ///
-/// Headers and sizes are always checked; with `verify` every payload is read and
-/// its checksum recomputed. [`InspectReport::has_corruption`] then tells whether a
+/// Headers and sizes are always checked, and the commit marker fully (format version,
+/// epoch number, and job and rank count against every file's header); with `verify`
+/// every payload is read and its checksum recomputed. Nothing is followed through a
+/// link and only regular files of this user are read, never past the length their
+/// header announces. [`InspectReport::has_corruption`] then tells whether a
 /// complete epoch is damaged (`rankmig inspect DIR --verify` exits non-zero on it).
 ///
 /// ```
@@ -103,7 +117,10 @@ pub fn inspect(dir: &Path, verify: bool) -> Result<InspectReport, CheckpointErro
             std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
         ));
     }
-    let epochs = epoch::list_epochs(dir)?
+    let dir_warning = storage::prepare_dir_check(dir).err().map(|e| e.to_string());
+    let scan = epoch::scan_epochs(dir)?;
+    let epochs = scan
+        .epochs
         .iter()
         .map(|e| inspect_epoch(e, verify))
         .collect::<Result<Vec<_>, _>>()?;
@@ -111,11 +128,17 @@ pub fn inspect(dir: &Path, verify: bool) -> Result<InspectReport, CheckpointErro
         dir: dir.to_path_buf(),
         verified: verify,
         epochs,
+        ignored: scan.ignored,
+        dir_warning,
     })
 }
 
 fn inspect_epoch(entry: &epoch::EpochEntry, verify: bool) -> Result<EpochReport, CheckpointError> {
-    let (marker, marker_error) = match entry.marker() {
+    let marker_path = entry.path.join(epoch::COMMIT_MARKER);
+    let (marker, marker_error) = match entry.marker().and_then(|m| {
+        m.map(|m| m.verify(entry.epoch, &marker_path).map(|()| m))
+            .transpose()
+    }) {
         Ok(m) => (m, None),
         Err(e) => (None, Some(e.to_string())),
     };
@@ -132,6 +155,11 @@ fn inspect_epoch(entry: &epoch::EpochEntry, verify: bool) -> Result<EpochReport,
         }
     }
     files.sort_by_key(|f| f.rank);
+    if let Some(m) = &marker {
+        for f in &mut files {
+            check_against_marker(f, m);
+        }
+    }
     let ranks = marker.as_ref().map_or(0, |m| m.ranks);
     let missing = (0..ranks)
         .filter(|r| files.binary_search_by_key(r, |f| f.rank).is_err())
@@ -146,8 +174,29 @@ fn inspect_epoch(entry: &epoch::EpochEntry, verify: bool) -> Result<EpochReport,
     })
 }
 
+/// Marks a file whose header disagrees with the epoch's commit marker.
+fn check_against_marker(f: &mut FileReport, m: &CommitMarker) {
+    if f.status != FileStatus::Ok {
+        return;
+    }
+    if f.rank >= m.ranks {
+        f.status = FileStatus::Corrupt(format!(
+            "rank {} in an epoch of {} ranks (commit marker)",
+            f.rank, m.ranks
+        ));
+    } else if let Some(h) = &f.header {
+        if h.job != m.job || h.ranks != m.ranks {
+            f.status = FileStatus::Corrupt(format!(
+                "header says job {:?} with {} ranks, commit marker says job {:?} with {}",
+                h.job, h.ranks, m.job, m.ranks
+            ));
+        }
+    }
+}
+
 fn inspect_file(rank: u32, path: &Path, epoch: u64, verify: bool) -> FileReport {
-    let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    // Size of the entry itself, not of what a link points to.
+    let size = fs::symlink_metadata(path).map(|m| m.len()).unwrap_or(0);
     let checked = if verify {
         storage::read_verified(path).map(|(h, _)| h)
     } else {
@@ -164,10 +213,11 @@ fn inspect_file(rank: u32, path: &Path, epoch: u64, verify: bool) -> FileReport 
     };
     let (header, mut status) = match checked {
         Ok(h) => (Some(h), FileStatus::Ok),
-        Err(e) => (
+        Err(e) if e.is_corruption() => (
             storage::read_header(path).ok().map(|(h, _)| h),
             FileStatus::Corrupt(e.to_string()),
         ),
+        Err(e) => (None, FileStatus::Unreadable(e.to_string())),
     };
     if let Some(h) = &header {
         if status == FileStatus::Ok && (h.rank != rank || h.epoch != epoch) {
@@ -199,8 +249,14 @@ impl fmt::Display for InspectReport {
             self.dir.display(),
             self.epochs.len()
         )?;
+        if let Some(w) = &self.dir_warning {
+            writeln!(f, "WARNING: {w}")?;
+        }
         for e in &self.epochs {
             write!(f, "{e}")?;
+        }
+        for i in &self.ignored {
+            writeln!(f, "epoch {}: IGNORED: {}", i.epoch, i.reason)?;
         }
         Ok(())
     }
@@ -225,6 +281,7 @@ impl fmt::Display for EpochReport {
             let status = match &file.status {
                 FileStatus::Ok => "ok".to_owned(),
                 FileStatus::Corrupt(why) => format!("CORRUPT: {why}"),
+                FileStatus::Unreadable(why) => format!("UNREADABLE: {why}"),
             };
             writeln!(
                 f,

@@ -32,7 +32,8 @@
 //! ```
 //!
 //! Environment: `RANKMIG_CKPT_DIR`, `RANKMIG_CKPT_EVERY`, `RANKMIG_CKPT_SECONDS`,
-//! `RANKMIG_CKPT_KEEP`, `RANKMIG_RESTART=1`, `RANKMIG_CKPT_JOB` (see [`config`]).
+//! `RANKMIG_CKPT_KEEP`, `RANKMIG_RESTART=1`, `RANKMIG_CKPT_JOB`,
+//! `RANKMIG_CKPT_ALLOW_SHARED_DIR=1` (see [`config`]).
 //!
 //! Layout: `DIR/epoch-000000000042/rank-000003.ckpt` (one file per rank, see
 //! [`storage`] for the header), `DIR/epoch-.../COMMIT` (the commit marker, see
@@ -44,6 +45,38 @@
 //! after all writes finish (half-way to the next save with a call interval, at the
 //! next time check with a time interval, at the latest at the next save or at
 //! [`CheckpointContext::finalize`]).
+//!
+//! # The directory belongs to its user
+//!
+//! Whoever can write into the checkpoint directory could otherwise turn a save, a
+//! restart or `rankmig inspect` against the user. So:
+//!
+//! - The directory must be owned by the user and not writable by its group or by
+//!   others; otherwise [`CheckpointContext::new`] fails with
+//!   [`CheckpointError::UnsafeDir`] naming it and its mode. To use a shared directory
+//!   anyway, set `RANKMIG_CKPT_ALLOW_SHARED_DIR=1` or
+//!   [`CheckpointConfig::allow_shared_dir`]. An empty path is refused.
+//! - Nothing inside it is followed through a link: files are opened with
+//!   `O_NOFOLLOW|O_NONBLOCK` (a FIFO never blocks) and checked on the open descriptor
+//!   to be regular files of the user with one link; epoch directories and `.spare`
+//!   must be real directories of the user. Temporary files are created exclusively,
+//!   mode 0600; a spare is reused only when it passes the same checks.
+//! - A read never goes past the length the file's header announces, and that length
+//!   must be the file's size.
+//! - Only regular files and directories of the user are removed; an epoch holding
+//!   anything else is left whole, with a note ([`CheckpointContext::notes`], also
+//!   printed once on standard error).
+//! - An unreadable file (an I/O error such as `EACCES`, or an entry failing the
+//!   checks above) is not corruption: the epoch is skipped at restart and nothing is
+//!   discarded. Only damaged or incomplete epochs are discarded.
+//! - Retention and discarding touch only this job's epochs (same job name and rank
+//!   count, from the commit marker or, without one, the rank files' headers).
+//! - Epoch numbers never wrap: an epoch number without a successor is an error
+//!   naming its directory.
+//!
+//! These checks guard against entries planted beforehand; they are not atomic
+//! against another user racing in a shared directory, which is why such a
+//! directory is refused by default.
 
 pub mod collective;
 pub mod config;

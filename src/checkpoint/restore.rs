@@ -31,25 +31,39 @@ pub struct LocalFinder<'a> {
     pub notes: Vec<String>,
     /// The newest valid file found so far at or below the last bound.
     pub candidate: Option<Candidate>,
+    /// Whether an epoch was skipped for a reason that is not corruption (an I/O error
+    /// such as `EACCES`, a link, a FIFO): such epochs must not be discarded.
+    pub skipped_unreadable: bool,
 }
 
 impl<'a> LocalFinder<'a> {
     /// Lists the epochs of `dir` for rank `rank` of a `ranks`-rank job `job`.
+    /// Entries named like epochs that are not directories of this user are noted and
+    /// never used.
     pub fn new(dir: &Path, job: &'a str, rank: u32, ranks: u32) -> Result<Self, CheckpointError> {
+        let scan = epoch::scan_epochs(dir)?;
+        let notes = scan
+            .ignored
+            .iter()
+            .map(|i| format!("ignored epoch {}: {}", i.epoch, i.reason))
+            .collect();
         Ok(Self {
-            epochs: epoch::list_epochs(dir)?,
+            epochs: scan.epochs,
             job,
             rank,
             ranks,
-            notes: Vec::new(),
+            notes,
             candidate: None,
+            skipped_unreadable: false,
         })
     }
 
     /// The newest committed epoch `<= bound` whose file verifies here (0 if none).
     ///
-    /// Damaged or missing files and uncommitted epochs are skipped with a note; an
-    /// epoch of another job, rank count or newer format is an error.
+    /// Damaged or missing files and uncommitted epochs are skipped with a note; so are
+    /// unreadable or untrusted ones (an I/O error, a link, a FIFO), which also set
+    /// [`LocalFinder::skipped_unreadable`]; an epoch of another job, rank count or
+    /// newer format is an error.
     pub fn best_at_most(&mut self, bound: u64) -> Result<u64, CheckpointError> {
         if let Some(c) = &self.candidate {
             if c.epoch <= bound {
@@ -73,9 +87,16 @@ impl<'a> LocalFinder<'a> {
                     return Ok(epoch);
                 }
                 Err(e @ CheckpointError::Refused { .. }) => return Err(e),
-                Err(e) => self
+                Err(e) if e.is_corruption() || is_missing(&e) => self
                     .notes
                     .push(format!("skipped epoch {}: {e}", entry.epoch)),
+                Err(e) => {
+                    self.skipped_unreadable = true;
+                    self.notes.push(format!(
+                        "skipped epoch {} (unreadable, not damaged: kept): {e}",
+                        entry.epoch
+                    ));
+                }
             }
         }
         Ok(0)
@@ -86,6 +107,7 @@ impl<'a> LocalFinder<'a> {
         let marker = entry.marker()?.ok_or_else(|| {
             CheckpointError::corrupt(&marker_path, "no commit marker (epoch incomplete)")
         })?;
+        marker.verify(entry.epoch, &marker_path)?;
         marker.check(self.job, self.ranks, &marker_path)?;
         let path = entry.rank_file(self.rank);
         let (header, bytes) = storage::read_verified(&path)?;
@@ -103,6 +125,12 @@ impl<'a> LocalFinder<'a> {
             path,
         })
     }
+}
+
+/// Whether an error is a file that does not exist (a missing rank file makes an
+/// epoch incomplete, as corruption does).
+fn is_missing(e: &CheckpointError) -> bool {
+    matches!(e, CheckpointError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// Outcome of a reduction in which a rank may have failed: the failing rank, if any.

@@ -19,9 +19,9 @@
 //! | 64 | 56 | job name, UTF-8, zero padded |
 //! | 120 | 8 | XXH3-64 of bytes 0..120 (header checksum) |
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::error::CheckpointError;
@@ -161,9 +161,9 @@ impl FileHeader {
         })
     }
 
-    /// Size the whole file must have.
+    /// Size the whole file must have (saturated at `u64::MAX`, a size no file has).
     pub fn file_len(&self) -> u64 {
-        HEADER_LEN as u64 + self.payload_len
+        (HEADER_LEN as u64).saturating_add(self.payload_len)
     }
 }
 
@@ -224,13 +224,143 @@ pub fn check_identity(h: &FileHeader, want: &Expected, path: &Path) -> Result<()
     Ok(())
 }
 
+/// Flags of every open in the checkpoint directory: a symbolic link is not followed
+/// (`ELOOP`), a FIFO does not block the open.
+const SAFE_OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+
+/// The effective user id of this process.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// What kind of entry a file type is, for messages.
+fn kind(ft: fs::FileType) -> &'static str {
+    if ft.is_symlink() {
+        "a symbolic link"
+    } else if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device"
+    } else {
+        "a regular file"
+    }
+}
+
+/// Checks metadata (of an open file, or from `symlink_metadata`) of an entry that
+/// should be a regular file owned by this user with a single link.
+pub fn check_own_file(meta: &Metadata, path: &Path) -> Result<(), CheckpointError> {
+    if !meta.file_type().is_file() {
+        return Err(CheckpointError::unsafe_entry(
+            path,
+            format!("not a regular file but {}", kind(meta.file_type())),
+        ));
+    }
+    check_owner(meta, path)?;
+    if meta.nlink() != 1 {
+        return Err(CheckpointError::unsafe_entry(
+            path,
+            format!("has {} hard links, a checkpoint file has one", meta.nlink()),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `symlink_metadata` of an entry that should be a directory (not a link to
+/// one) owned by this user.
+pub fn check_own_dir(meta: &Metadata, path: &Path) -> Result<(), CheckpointError> {
+    if !meta.file_type().is_dir() {
+        return Err(CheckpointError::unsafe_entry(
+            path,
+            format!("not a directory but {}", kind(meta.file_type())),
+        ));
+    }
+    check_owner(meta, path)
+}
+
+fn check_owner(meta: &Metadata, path: &Path) -> Result<(), CheckpointError> {
+    let me = euid();
+    if meta.uid() != me {
+        return Err(CheckpointError::unsafe_entry(
+            path,
+            format!("owned by uid {}, not by this user (uid {me})", meta.uid()),
+        ));
+    }
+    Ok(())
+}
+
+/// Turns an open error into [`CheckpointError::Unsafe`] when it comes from the safety
+/// flags (a link, or a FIFO without a reader), else into [`CheckpointError::Io`].
+fn open_error(op: &'static str, path: &Path, e: std::io::Error) -> CheckpointError {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => CheckpointError::unsafe_entry(path, "a symbolic link"),
+        Some(libc::ENXIO) => CheckpointError::unsafe_entry(path, "a FIFO or device"),
+        _ => CheckpointError::io(op, path, e),
+    }
+}
+
+/// Opens an existing file of the checkpoint directory for reading without following
+/// a link or blocking on a FIFO, and checks on the open descriptor that it is a
+/// regular file of this user with one link. Returns the file and its size.
+pub fn open_own_file(path: &Path) -> Result<(File, u64), CheckpointError> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(SAFE_OPEN_FLAGS)
+        .open(path)
+        .map_err(|e| open_error("open", path, e))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| CheckpointError::io("stat", path, e))?;
+    check_own_file(&meta, path)?;
+    Ok((f, meta.len()))
+}
+
+/// Reads a small text file of the checkpoint directory (a commit marker) safely,
+/// refusing one longer than `max` bytes.
+pub fn read_small_text(path: &Path, max: u64) -> Result<String, CheckpointError> {
+    let (f, _) = open_own_file(path)?;
+    let mut bytes = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CheckpointError::io("read", path, e))?;
+    if bytes.len() as u64 > max {
+        return Err(CheckpointError::corrupt(
+            path,
+            format!("longer than {max} bytes"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| CheckpointError::corrupt(path, "not UTF-8"))
+}
+
 /// Reads a whole checkpoint file and verifies its length and payload checksum.
 ///
-/// Returns the header and the whole file content (the payload starts at
-/// [`HEADER_LEN`]).
+/// The file is opened with [`open_own_file`]; nothing is read past the length its
+/// header announces, and that length must be the file's size, so a file that never
+/// ends (a device) or lies about its size cannot exhaust memory. Returns the header
+/// and the whole file content (the payload starts at [`HEADER_LEN`]).
 pub fn read_verified(path: &Path) -> Result<(FileHeader, Vec<u8>), CheckpointError> {
-    let bytes = read_all(path)?;
-    let header = FileHeader::decode(&bytes, path)?;
+    let (mut f, size) = open_own_file(path)?;
+    let (header, head) = read_header_from(&mut f, path)?;
+    let len = header.file_len();
+    if size != len {
+        return Err(CheckpointError::corrupt(
+            path,
+            format!("file is {size} bytes, header says {len}"),
+        ));
+    }
+    let too_big = || CheckpointError::corrupt(path, format!("{len} bytes do not fit in memory"));
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(usize::try_from(len).map_err(|_| too_big())?)
+        .map_err(|_| too_big())?;
+    bytes.extend_from_slice(&head);
+    f.take(header.payload_len)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CheckpointError::io("read", path, e))?;
     verify_payload(&header, &bytes, path)?;
     Ok((header, bytes))
 }
@@ -257,31 +387,18 @@ pub fn verify_payload(h: &FileHeader, bytes: &[u8], path: &Path) -> Result<(), C
     Ok(())
 }
 
-fn read_all(path: &Path) -> Result<Vec<u8>, CheckpointError> {
-    let mut f = File::open(path).map_err(|e| CheckpointError::io("open", path, e))?;
-    let len = f
-        .metadata()
-        .map_err(|e| CheckpointError::io("stat", path, e))?
-        .len();
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    f.read_to_end(&mut bytes)
-        .map_err(|e| CheckpointError::io("read", path, e))?;
-    Ok(bytes)
-}
-
-/// Reads only the header of a file and its size on disk.
-pub fn read_header(path: &Path) -> Result<(FileHeader, u64), CheckpointError> {
-    let mut f = File::open(path).map_err(|e| CheckpointError::io("open", path, e))?;
-    let size = f
-        .metadata()
-        .map_err(|e| CheckpointError::io("stat", path, e))?
-        .len();
+fn read_header_from(f: &mut File, path: &Path) -> Result<(FileHeader, Vec<u8>), CheckpointError> {
     let mut buf = Vec::with_capacity(HEADER_LEN);
-    (&mut f)
-        .take(HEADER_LEN as u64)
+    f.take(HEADER_LEN as u64)
         .read_to_end(&mut buf)
         .map_err(|e| CheckpointError::io("read", path, e))?;
-    Ok((FileHeader::decode(&buf, path)?, size))
+    Ok((FileHeader::decode(&buf, path)?, buf))
+}
+
+/// Reads only the header of a file (opened with [`open_own_file`]) and its size.
+pub fn read_header(path: &Path) -> Result<(FileHeader, u64), CheckpointError> {
+    let (mut f, size) = open_own_file(path)?;
+    Ok((read_header_from(&mut f, path)?.0, size))
 }
 
 /// Creates `dir` (and its parents) with mode 0700 if it does not exist.
@@ -291,6 +408,68 @@ pub fn create_private_dir(dir: &Path) -> Result<(), CheckpointError> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| CheckpointError::io("create directory", dir, e))
+}
+
+/// Prepares the checkpoint directory `dir` itself: refuses an empty path, creates it
+/// (and its parents) with mode 0700 if missing, and checks it is a directory owned by
+/// this user that neither its group nor others may write into, unless `allow_shared`
+/// ([`CheckpointError::UnsafeDir`]). The path itself may be a link chosen by the
+/// user; what lies inside is never followed.
+pub fn prepare_dir(dir: &Path, allow_shared: bool) -> Result<(), CheckpointError> {
+    if dir.as_os_str().is_empty() {
+        return Err(CheckpointError::Config {
+            name: super::config::ENV_DIR,
+            value: String::new(),
+            reason: "the checkpoint directory must not be empty",
+        });
+    }
+    create_private_dir(dir)?;
+    if allow_shared {
+        return match fs::metadata(dir) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => Err(CheckpointError::unsafe_entry(dir, "not a directory")),
+            Err(e) => Err(CheckpointError::io("stat", dir, e)),
+        };
+    }
+    prepare_dir_check(dir)
+}
+
+/// The checks of [`prepare_dir`] on an existing directory, without creating it and
+/// without the opt-in: a directory of this user that its group and others cannot
+/// write into.
+pub fn prepare_dir_check(dir: &Path) -> Result<(), CheckpointError> {
+    let meta = fs::metadata(dir).map_err(|e| CheckpointError::io("stat", dir, e))?;
+    if !meta.is_dir() {
+        return Err(CheckpointError::unsafe_entry(dir, "not a directory"));
+    }
+    let refuse = |reason| {
+        Err(CheckpointError::UnsafeDir {
+            path: dir.to_path_buf(),
+            mode: meta.mode() & 0o7777,
+            owner: meta.uid(),
+            reason,
+        })
+    };
+    if meta.uid() != euid() {
+        return refuse("belongs to another user");
+    }
+    if meta.mode() & 0o022 != 0 {
+        return refuse("is writable by its group or by others");
+    }
+    Ok(())
+}
+
+/// Creates the sub-directory `dir` of the checkpoint directory (an epoch, the spare
+/// directory) with mode 0700 if missing, and checks it is a real directory of this
+/// user, not a link to one.
+pub fn ensure_own_subdir(dir: &Path) -> Result<(), CheckpointError> {
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(CheckpointError::io("create directory", dir, e)),
+    }
+    let meta = fs::symlink_metadata(dir).map_err(|e| CheckpointError::io("stat", dir, e))?;
+    check_own_dir(&meta, dir)
 }
 
 /// Writes `bytes` to `dir/name` atomically and durably.
@@ -305,7 +484,13 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, Che
 /// Like [`write_atomic`], but first tries to take over the file `spare` (a retired
 /// checkpoint file of the same rank) as the temporary file and overwrite it in
 /// place: rewriting allocated blocks is much cheaper than allocating new ones and
-/// unlinking the old ones. Without a spare it creates a new file.
+/// unlinking the old ones. Without a usable spare it creates a new file.
+///
+/// Nothing is written through a link: a spare is used only if it is a regular file of
+/// this user with one link (checked on the open descriptor, opened without following
+/// links), and a new temporary file is created exclusively (`O_CREAT|O_EXCL`), under
+/// another name if something that is not a leftover file of ours holds the usual one.
+/// The target name must be free or hold a regular file of this user.
 pub fn write_atomic_recycling(
     dir: &Path,
     name: &str,
@@ -313,15 +498,19 @@ pub fn write_atomic_recycling(
     spare: Option<&Path>,
 ) -> Result<PathBuf, CheckpointError> {
     let target = dir.join(name);
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let recycled = spare.is_some_and(|s| fs::rename(s, &tmp).is_ok());
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(!recycled)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| CheckpointError::io("create", &tmp, e))?;
+    match fs::symlink_metadata(&target) {
+        Ok(meta) => check_own_file(&meta, &target)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(CheckpointError::io("stat", &target, e)),
+    }
+    let base = dir.join(format!(".{name}.tmp"));
+    let (mut f, tmp, recycled) = match spare.and_then(|s| take_spare(s, &base)) {
+        Some(f) => (f, base, true),
+        None => {
+            let (f, tmp) = create_temporary(&base)?;
+            (f, tmp, false)
+        }
+    };
     f.write_all(bytes)
         .map_err(|e| CheckpointError::io("write", &tmp, e))?;
     if recycled {
@@ -334,6 +523,70 @@ pub fn write_atomic_recycling(
     fs::rename(&tmp, &target).map_err(|e| CheckpointError::io("rename", &tmp, e))?;
     sync_dir(dir)?;
     Ok(target)
+}
+
+/// Moves the spare file to `tmp` and opens it for overwriting, if it is a regular
+/// file of this user with one link; `None` (and the spare left alone, or the moved
+/// name removed) otherwise.
+fn take_spare(spare: &Path, tmp: &Path) -> Option<File> {
+    let meta = fs::symlink_metadata(spare).ok()?;
+    check_own_file(&meta, spare).ok()?;
+    match fs::symlink_metadata(tmp) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        _ => return None,
+    }
+    fs::rename(spare, tmp).ok()?;
+    let opened = OpenOptions::new()
+        .write(true)
+        .custom_flags(SAFE_OPEN_FLAGS)
+        .open(tmp)
+        .ok()
+        .filter(|f| f.metadata().is_ok_and(|m| check_own_file(&m, tmp).is_ok()))
+        .filter(|f| f.set_permissions(fs::Permissions::from_mode(0o600)).is_ok());
+    if opened.is_none() {
+        // Replaced between the check and the rename: drop the name, not the target.
+        let _ = fs::remove_file(tmp);
+    }
+    opened
+}
+
+/// Creates a new temporary file exclusively, mode 0600: at `base`, after removing a
+/// leftover regular file of ours there, else at `base.1`, `base.2`, ... when `base`
+/// holds something else (which is left alone).
+fn create_temporary(base: &Path) -> Result<(File, PathBuf), CheckpointError> {
+    const TRIES: u32 = 8;
+    for i in 0..TRIES {
+        let tmp = if i == 0 {
+            base.to_path_buf()
+        } else {
+            let mut s = base.as_os_str().to_owned();
+            s.push(format!(".{i}"));
+            PathBuf::from(s)
+        };
+        match fs::symlink_metadata(&tmp) {
+            Ok(meta) if check_own_file(&meta, &tmp).is_ok() => {
+                fs::remove_file(&tmp).map_err(|e| CheckpointError::io("remove", &tmp, e))?;
+            }
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(CheckpointError::io("stat", &tmp, e)),
+        }
+        let f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(SAFE_OPEN_FLAGS)
+            .open(&tmp)
+            .map_err(|e| open_error("create", &tmp, e))?;
+        return Ok((f, tmp));
+    }
+    Err(CheckpointError::unsafe_entry(
+        base,
+        format!(
+            "this name and {} others are taken by foreign entries",
+            TRIES - 1
+        ),
+    ))
 }
 
 /// Fsyncs a directory so that renames and removals in it are durable.

@@ -176,7 +176,7 @@ fn write_job(job: &mut WriteJob) -> Result<(), CheckpointError> {
     let mut head = [0u8; HEADER_LEN];
     job.header.encode(&mut head);
     job.buf[..HEADER_LEN].copy_from_slice(&head);
-    storage::create_private_dir(&job.dir)?;
+    storage::ensure_own_subdir(&job.dir)?;
     let spare = job.spare.as_deref();
     let path = storage::write_atomic_recycling(&job.dir, &job.name, &job.buf, spare)?;
     storage::verify_written(&path, &job.header)

@@ -1,7 +1,7 @@
 //! Sparse edge lists: `SRC DST BYTES` per line.
 
 use super::dense::parse_volume;
-use super::{CommMatrix, MatrixError};
+use super::{CommMatrix, MAX_RANKS, MatrixError};
 
 /// Parses an edge list. The order is the largest rank seen plus one.
 pub(super) fn parse(text: &str, origin: &str) -> Result<CommMatrix, MatrixError> {
@@ -31,12 +31,17 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<CommMatrix, MatrixError>
     Ok(CommMatrix::from_triples(order, triples))
 }
 
-/// Parses a rank number.
+/// Parses a rank number, at most [`MAX_RANKS`]` - 1`.
 pub(super) fn parse_rank(field: &str, origin: &str, line: usize) -> Result<usize, MatrixError> {
-    field
-        .parse::<u32>()
-        .map(|r| r as usize)
-        .map_err(|_| MatrixError::BadRank {
+    let rank = field.parse::<u64>().map_err(|_| MatrixError::BadRank {
+        origin: origin.to_owned(),
+        line,
+        value: field.to_owned(),
+    })?;
+    usize::try_from(rank)
+        .ok()
+        .filter(|&r| r < MAX_RANKS)
+        .ok_or_else(|| MatrixError::RankTooLarge {
             origin: origin.to_owned(),
             line,
             value: field.to_owned(),
@@ -53,6 +58,18 @@ mod tests {
         assert_eq!(m.order(), 5);
         assert_eq!(m.get(0, 1), 15.0);
         assert_eq!(m.get(4, 2), 1.0);
+    }
+
+    #[test]
+    fn a_rank_above_the_bound_is_an_error_not_an_allocation() {
+        for big in ["4294967295", "1048576", "99999999999"] {
+            let e = parse(&format!("0 1 5\n{big} 0 1\n"), "e.txt")
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("e.txt:2: "), "{e}");
+            assert!(e.contains(big) && e.contains("1048575"), "{e}");
+        }
+        assert_eq!(parse("1048575 0 1\n", "e").unwrap().order(), 1 << 20);
     }
 
     #[test]

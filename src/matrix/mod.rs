@@ -22,6 +22,11 @@ use std::path::{Path, PathBuf};
 
 pub use graph::SymGraph;
 
+/// Most ranks a matrix may have: a rank number in an edge list or a monitoring dump
+/// is at most `MAX_RANKS - 1`, so a stray large number cannot make the reader
+/// allocate per-rank storage for billions of ranks.
+pub const MAX_RANKS: usize = 1 << 20;
+
 /// The formats a matrix can be read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum MatrixFormat {
@@ -239,6 +244,16 @@ pub enum MatrixError {
     /// A rank index is not a valid integer.
     #[error("{origin}:{line}: '{value}' is not a rank number")]
     BadRank {
+        /// The input.
+        origin: String,
+        /// 1-based line number.
+        line: usize,
+        /// The text found.
+        value: String,
+    },
+    /// A rank number is at or above [`MAX_RANKS`].
+    #[error("{origin}:{line}: rank {value} is above the limit of {} ranks (0 to {})", MAX_RANKS, MAX_RANKS - 1)]
+    RankTooLarge {
         /// The input.
         origin: String,
         /// 1-based line number.

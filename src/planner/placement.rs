@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::matrix::MAX_RANKS;
+use crate::topology::MAX_CPU_INDEX;
+
 /// Where one rank runs: a node name and a core (leaf logical index in the node's tree).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct Location {
@@ -44,7 +47,8 @@ impl Placement {
     }
 
     /// Parses `RANK NODE CORE` lines (`#` comments, blank lines). Every rank from 0 to
-    /// N−1 must appear exactly once.
+    /// N−1 must appear exactly once. Ranks are below [`MAX_RANKS`], cores at most
+    /// [`MAX_CPU_INDEX`]; larger values are errors naming the file, line and text.
     pub fn parse(text: &str, origin: &str) -> Result<Self, PlacementError> {
         let mut slots: Vec<Option<(Location, usize)>> = Vec::new();
         for (line, data) in crate::lines::data_lines(text) {
@@ -54,18 +58,25 @@ impl Placement {
                 problem: problem.to_owned(),
                 text: data.to_owned(),
             };
+            let max_rank = MAX_RANKS - 1;
             let fields: Vec<&str> = data.split_whitespace().collect();
             let [rank, node, core] = fields[..] else {
                 return Err(bad("expected 'RANK NODE CORE'"));
             };
-            let rank: usize = rank
+            let rank: u64 = rank
                 .parse()
                 .map_err(|_| bad("the rank is not a non-negative integer"))?;
+            let rank = usize::try_from(rank).unwrap_or(usize::MAX);
             let core: usize = core
                 .parse()
                 .map_err(|_| bad("the core is not a non-negative integer"))?;
-            if rank > 1 << 24 {
-                return Err(bad("the rank is implausibly large"));
+            if rank > max_rank {
+                return Err(bad(&format!("the rank is above the limit of {max_rank}")));
+            }
+            if core > MAX_CPU_INDEX {
+                return Err(bad(&format!(
+                    "the core is above the limit of {MAX_CPU_INDEX}"
+                )));
             }
             if slots.len() <= rank {
                 slots.resize(rank + 1, None);
@@ -211,6 +222,21 @@ pub enum PlacementError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranks_and_cores_above_the_bounds_are_named() {
+        for big in ["1048576", "16777216", "18446744073709551615"] {
+            let e = Placement::parse(&format!("0 n1 0\n{big} n1 1\n"), "p.txt")
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("p.txt:2: "), "{e}");
+            assert!(e.contains("1048575") && e.contains(big), "{e}");
+        }
+        let e = Placement::parse("0 n1 65536\n", "p.txt")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("p.txt:1: ") && e.contains("65535"), "{e}");
+    }
 
     #[test]
     fn missing_and_repeated_ranks_are_named() {

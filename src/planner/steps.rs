@@ -31,6 +31,13 @@ pub struct Targets {
     nodes: Vec<NodeState>,
 }
 
+/// ⌈cores·ranks/total⌉ computed without overflow (in 128 bits; the result is at most
+/// `ranks` since `cores <= total`).
+fn max_procs(cores: usize, ranks: usize, total: usize) -> usize {
+    let exact = (cores as u128 * ranks as u128).div_ceil(total.max(1) as u128);
+    usize::try_from(exact).unwrap_or(usize::MAX)
+}
+
 impl Targets {
     /// Computes maxProcs(i) = ⌈nCores(i)·N/T⌉ and load(i) for every node.
     pub fn new(availability: &Availability, placement: &Placement, ranks: usize) -> Self {
@@ -42,7 +49,7 @@ impl Targets {
                 name: o.name.clone(),
                 cores: o.cores,
                 cpus: o.cpus.clone(),
-                max_procs: (o.cores * ranks).div_ceil(total),
+                max_procs: max_procs(o.cores, ranks, total),
                 load: placement.ranks_count_on(&o.name),
             })
             .collect();
@@ -60,12 +67,12 @@ impl Targets {
         Self { nodes }
     }
 
-    /// Σ max(0, load − maxProcs).
+    /// Σ max(0, load − maxProcs) (saturating).
     pub fn minimum_moves(&self) -> usize {
         self.nodes
             .iter()
             .map(|n| n.load.saturating_sub(n.max_procs))
-            .sum()
+            .fold(0usize, usize::saturating_add)
     }
 
     /// Per-node figures with the loads of `after`.
@@ -308,20 +315,32 @@ fn refine_with_residents(
 /// A location as (node number, core), for the refinement's inner loop.
 type Position = (u32, u32);
 
+/// Largest node tree whose core-to-core distances are precomputed (a table of
+/// `cores²` values: 8 MiB at this size); larger nodes ask the tree each time, so
+/// memory never grows with the square of a user-given core count.
+const PRECOMPUTED_CORES_MAX: usize = 1024;
+
 /// Tree edges between positions, with the node tree's core distances precomputed
-/// (same rule as [`location_hops`]).
-struct PositionHops {
+/// for nodes of at most [`PRECOMPUTED_CORES_MAX`] cores (same rule as
+/// [`location_hops`]).
+struct PositionHops<'t> {
+    node_tree: &'t Tree,
     cores: usize,
+    /// Empty when the node is too large to precompute.
     between_cores: Vec<f64>,
     between_nodes: f64,
 }
 
-impl PositionHops {
-    fn new(node_tree: &Tree) -> Self {
+impl<'t> PositionHops<'t> {
+    fn new(node_tree: &'t Tree) -> Self {
         let cores = node_tree.leaf_count();
-        let between_cores = (0..cores * cores)
-            .map(|k| node_tree.hops(k / cores, k % cores) as f64)
-            .collect();
+        let between_cores = if cores <= PRECOMPUTED_CORES_MAX {
+            (0..cores * cores)
+                .map(|k| node_tree.hops(k / cores, k % cores) as f64)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let far = Location {
             node: "a".into(),
             core: 0,
@@ -331,6 +350,7 @@ impl PositionHops {
             core: 0,
         };
         Self {
+            node_tree,
             cores,
             between_cores,
             between_nodes: location_hops(node_tree, &far, &other) as f64,
@@ -341,6 +361,8 @@ impl PositionHops {
     fn between(&self, a: Position, b: Position) -> f64 {
         if a.0 != b.0 {
             self.between_nodes
+        } else if self.between_cores.is_empty() {
+            self.node_tree.hops(a.1 as usize, b.1 as usize) as f64
         } else {
             self.between_cores[a.1 as usize * self.cores + b.1 as usize]
         }

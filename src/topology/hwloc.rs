@@ -7,7 +7,7 @@ use hwlocality::object::TopologyObject;
 use hwlocality::object::types::ObjectType;
 
 use super::tree::{Leaf, Shape, Tree};
-use super::{LeafKind, TopologyError};
+use super::{LeafKind, MAX_LEAVES, TopologyError};
 
 /// Loads the topology of the machine this process runs on.
 pub fn live(leaves: LeafKind) -> Result<Tree, TopologyError> {
@@ -33,16 +33,44 @@ pub fn from_xml_file(path: &Path, leaves: LeafKind) -> Result<Tree, TopologyErro
 }
 
 /// Builds a topology from an hwloc synthetic description such as `pack:2 core:8 pu:1`.
+///
+/// The product of the counts (`TYPE:COUNT` words) must be at most [`MAX_LEAVES`];
+/// it is checked before hwloc builds anything.
 pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, TopologyError> {
     let invalid = || TopologyError::InvalidSynthetic {
         description: description.to_owned(),
     };
+    if synthetic_objects(description).is_none_or(|n| n > MAX_LEAVES as u64) {
+        return Err(TopologyError::TooLarge {
+            what: "synthetic topology",
+            value: format!("'{description}'"),
+        });
+    }
     let topology = Topology::builder()
         .from_synthetic(description)
         .map_err(|_| invalid())?
         .build()
         .map_err(|_| invalid())?;
     tree_of(&topology, leaves)
+}
+
+/// Number of objects at the bottom level of a synthetic description: the product of
+/// the leading digits after the `:` of each `TYPE:COUNT` word; `None` on overflow.
+fn synthetic_objects(description: &str) -> Option<u64> {
+    let mut n = 1u64;
+    for word in description.split_whitespace() {
+        let Some((_, rest)) = word.split_once(':') else {
+            continue;
+        };
+        let digits: &str = &rest[..rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len())];
+        if digits.is_empty() {
+            continue;
+        }
+        n = n.checked_mul(digits.parse::<u64>().ok()?)?;
+    }
+    Some(n)
 }
 
 /// Converts an hwloc topology to our tree: cache levels are skipped (they carry no

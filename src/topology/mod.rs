@@ -110,6 +110,14 @@ pub enum TopologyError {
     /// The tree has no leaf (no core, or everything filtered away).
     #[error("the topology has no usable leaf")]
     NoLeaves,
+    /// A size given by the user would make a tree of more than [`MAX_LEAVES`] leaves.
+    #[error("{what} {value}: more than {MAX_LEAVES} leaves, the limit")]
+    TooLarge {
+        /// What was asked, e.g. "a cluster of this node, nodes =".
+        what: &'static str,
+        /// The value given.
+        value: String,
+    },
     /// A leaf index does not exist in the tree.
     #[error("leaf {leaf} does not exist (the tree has {leaves} leaves)")]
     LeafOutOfRange {
@@ -120,40 +128,53 @@ pub enum TopologyError {
     },
 }
 
+/// Most leaves a tree may have (a cluster, a synthetic description, symmetric
+/// arities): larger sizes are refused before anything proportional is allocated.
+pub const MAX_LEAVES: usize = 1 << 20;
+
+/// Highest CPU (leaf) index an index list may name: lists are at most 65536 long.
+pub const MAX_CPU_INDEX: usize = 65_535;
+
 /// Parses an index list such as `0-7,16-23` or `3,5,9` (sorted, duplicates removed).
+/// Indexes go from 0 to [`MAX_CPU_INDEX`]; memory use does not depend on the values.
 ///
 /// ```
 /// assert_eq!(rankmig::topology::parse_index_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
 /// assert!(rankmig::topology::parse_index_list("3-1").is_err());
+/// assert!(rankmig::topology::parse_index_list("0-65536").is_err());
 /// ```
 pub fn parse_index_list(list: &str) -> Result<Vec<usize>, IndexListError> {
-    let mut out = Vec::new();
+    let mut seen = vec![false; MAX_CPU_INDEX + 1];
+    let mut any = false;
     for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad = || IndexListError(part.to_owned());
+        let index = |t: &str| {
+            t.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&v| v <= MAX_CPU_INDEX)
+                .ok_or_else(bad)
+        };
         let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (
-                a.trim().parse::<usize>().map_err(|_| bad())?,
-                b.trim().parse::<usize>().map_err(|_| bad())?,
-            ),
+            Some((a, b)) => (index(a)?, index(b)?),
             None => {
-                let v = part.parse::<usize>().map_err(|_| bad())?;
+                let v = index(part)?;
                 (v, v)
             }
         };
-        if lo > hi || hi - lo > 1 << 24 {
+        if lo > hi {
             return Err(bad());
         }
-        out.extend(lo..=hi);
+        seen[lo..=hi].fill(true);
+        any = true;
     }
-    if out.is_empty() {
+    if !any {
         return Err(IndexListError(list.to_owned()));
     }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    Ok((0..=MAX_CPU_INDEX).filter(|&i| seen[i]).collect())
 }
 
-/// An index list that does not parse.
+/// An index list that does not parse, or names an index above [`MAX_CPU_INDEX`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not an index list (expected e.g. 0-7,16-23)")]
+#[error("'{0}' is not an index list (indexes 0 to 65535, e.g. 0-7,16-23)")]
 pub struct IndexListError(pub String);

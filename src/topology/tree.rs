@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::TopologyError;
+use super::{MAX_LEAVES, TopologyError};
 
 /// What a leaf of a [`Tree`] stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -115,6 +115,15 @@ impl Tree {
         if arities.contains(&0) {
             return Err(TopologyError::NoLeaves);
         }
+        let leaves = arities.iter().try_fold(1usize, |n, &a| {
+            n.checked_mul(a).filter(|&n| n <= MAX_LEAVES)
+        });
+        if leaves.is_none() {
+            return Err(TopologyError::TooLarge {
+                what: "arities",
+                value: format!("{arities:?}"),
+            });
+        }
         let mut counter = 0u32;
         let shape = build_symmetric(arities, &mut counter);
         Self::from_shape(&shape)
@@ -136,9 +145,20 @@ impl Tree {
     }
 
     /// `nodes` copies of `node` under one root: a cluster of identical machines.
+    /// At most [`MAX_LEAVES`] leaves in all.
     pub fn cluster(node: &Tree, nodes: usize) -> Result<Self, TopologyError> {
         if nodes == 0 {
             return Err(TopologyError::NoLeaves);
+        }
+        if node
+            .leaf_count()
+            .checked_mul(nodes)
+            .is_none_or(|n| n > MAX_LEAVES)
+        {
+            return Err(TopologyError::TooLarge {
+                what: "a cluster of nodes, count",
+                value: nodes.to_string(),
+            });
         }
         if nodes == 1 {
             return Ok(node.clone());

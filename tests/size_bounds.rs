@@ -1,0 +1,165 @@
+//! Sizes a user writes (issue 11, section 3): nodes of a cluster, synthetic topology
+//! sizes, `-n`, rank numbers of a matrix. Each bound is documented; a value above it
+//! is a clean error naming the value, never a panic or an allocation proportional to
+//! it. The CLI runs are limited in time and address space (`ulimit -v`), so a
+//! regression fails the test instead of exhausting the machine.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rankmig::topology::{LeafKind, MAX_LEAVES, TopologySpec, Tree};
+
+/// `rankmig ARGS` under a 2 GiB address-space limit, killed after 30 s.
+fn rankmig_limited(args: &[&str]) -> Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -v 2097152; exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_rankmig"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn rankmig");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("rankmig {args:?} did not finish in 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_cluster_of_too_many_nodes_is_an_error() {
+    let node = Tree::from_arities(&[2, 8]).unwrap();
+    let e = Tree::cluster(&node, 1 << 30).unwrap_err().to_string();
+    assert!(
+        e.contains("1073741824") && e.contains(&MAX_LEAVES.to_string()),
+        "{e}"
+    );
+    let e = Tree::cluster(&node, usize::MAX).unwrap_err().to_string();
+    assert!(e.contains(&usize::MAX.to_string()), "{e}");
+    // At the bound it builds.
+    let t = Tree::cluster(&node, MAX_LEAVES / 16).unwrap();
+    assert_eq!(t.leaf_count(), MAX_LEAVES);
+}
+
+#[test]
+fn symmetric_arities_above_the_bound_are_an_error() {
+    let e = Tree::from_arities(&[1 << 20, 1 << 20])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("1099511627776") || e.contains("arities"), "{e}");
+    let e = Tree::from_arities(&[usize::MAX, 2])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&MAX_LEAVES.to_string()), "{e}");
+}
+
+#[test]
+fn a_huge_synthetic_topology_is_refused_before_hwloc_builds_it() {
+    let desc = "pack:100000 core:100000 pu:1";
+    let e = TopologySpec::Synthetic(desc.into())
+        .load(LeafKind::Core)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(desc) && e.contains(&MAX_LEAVES.to_string()),
+        "{e}"
+    );
+    let desc = "pack:18446744073709551615 core:2";
+    let e = TopologySpec::Synthetic(desc.into())
+        .load(LeafKind::Core)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(desc), "{e}");
+    // Ordinary descriptions still load.
+    let t = TopologySpec::Synthetic("pack:2 core:8 pu:2".into())
+        .load(LeafKind::Pu)
+        .unwrap();
+    assert_eq!(t.leaf_count(), 32);
+}
+
+#[test]
+fn cli_nodes_above_the_bound_is_a_clean_error() {
+    let out = rankmig_limited(&[
+        "topology",
+        "--topology",
+        "synthetic:pack:2 core:8 pu:1",
+        "--nodes",
+        "4294967295",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("4294967295"), "{}", stderr(&out));
+}
+
+#[test]
+fn cli_rank_count_above_the_bound_is_a_clean_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let av = dir.path().join("av.txt");
+    std::fs::write(&av, "localhost 2\n").unwrap();
+    for n in ["18446744073709551615", "1048577"] {
+        let out = rankmig_limited(&[
+            "run",
+            "-n",
+            n,
+            "--availability",
+            av.to_str().unwrap(),
+            "--",
+            "true",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(n), "{}", stderr(&out));
+        assert!(stderr(&out).contains("--ranks"), "{}", stderr(&out));
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn cli_edge_list_naming_rank_4294967295_is_a_clean_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "big.edges", "0 1 5\n1 0 5\n4294967295 0 1\n");
+    let out = rankmig_limited(&[
+        "map",
+        "--matrix",
+        &m,
+        "--matrix-format",
+        "edges",
+        "--topology",
+        "synthetic:pack:2 core:8 pu:1",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("big.edges:3") && err.contains("4294967295"),
+        "{err}"
+    );
+}
+
+#[test]
+fn planning_on_a_65536_core_node_does_not_allocate_its_square() {
+    use rankmig::availability::{Availability, AvailabilityFormat};
+    use rankmig::matrix::CommMatrix;
+    use rankmig::planner::{Placement, PlanOptions, plan};
+    // 65536 cores: a table of core-to-core distances would take 32 GiB.
+    let node = Tree::from_arities(&[64, 1024]).unwrap();
+    let now = Placement::parse("0 n1 0\n1 n1 1\n2 n2 0\n3 n2 1\n", "p").unwrap();
+    let av = Availability::parse("n1 0\nn2 2\nn3 2\n", "av", AvailabilityFormat::Auto).unwrap();
+    let m = CommMatrix::from_triples(4, [(0, 1, 9.0), (2, 3, 9.0), (1, 2, 1.0)]);
+    let p = plan(&av, &now, &m.symmetric(), &node, &PlanOptions::default()).unwrap();
+    assert_eq!(p.moves.len(), 2);
+    assert!(p.moves.iter().all(|mv| mv.to.node == "n3"));
+}
