@@ -133,7 +133,9 @@ pub struct CostArgs {
     pub matrix: MatrixArgs,
     #[command(flatten)]
     pub tree: TreeArgs,
-    /// The mapping to evaluate: one leaf per line (line i = rank i), or `RANK LEAF` lines.
+    /// The mapping to evaluate: one leaf per line (line i = rank i), `RANK LEAF` lines,
+    /// or the output of Scotch's `scotch_gmap` (a vertex count, then `VERTEX PART`
+    /// lines). Leaves are numbered 0.. in tree order (the order of `rankmig topology`).
     #[arg(long)]
     pub mapping: PathBuf,
     /// Link cost per tree level, top first (see `rankmig map --help`).
