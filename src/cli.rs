@@ -69,8 +69,9 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct TreeArgs {
     /// The machine: `live` (this machine, via hwloc), `xml:FILE` (an `lstopo FILE.xml`
-    /// export) or `synthetic:STRING` (an hwloc synthetic description, e.g.
-    /// `synthetic:"pack:2 core:8 pu:1"`).
+    /// export), `synthetic:STRING` (an hwloc synthetic description, e.g.
+    /// `synthetic:"pack:2 core:8 pu:1"`) or `tleaf:FILE` (a Scotch `tleaf` target; its
+    /// leaves are numbered as Scotch numbers its terminals, its link costs are not used).
     #[arg(long, short = 't', value_parser = parse_topology, default_value = "live")]
     pub topology: TopologySpec,
     /// Number of identical nodes under one root (a cluster of K such machines).

@@ -387,3 +387,58 @@ fn a_scotch_mapping_with_a_wrong_count_names_the_header() {
         &["short.map:1", "3 vertices but 2 lines follow"],
     );
 }
+
+#[test]
+fn a_scotch_tleaf_target_is_a_topology_to_compare_on() {
+    let m = data("matrices/himeno.M.2x2x4.16.mat");
+    let target = format!("tleaf:{}", scotch("2x8.tgt"));
+    let out = rankmig(&["topology", "-t", &target]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("leaves: 16") && text.contains("depth: 2"),
+        "{text}"
+    );
+    // Scotch's mapping costs the same on its own target as on the hwloc tree of the
+    // same shape: the leaves are numbered alike.
+    let gmap = scotch("grid4x4-on-2x8.map");
+    let on_tleaf = rankmig(&["cost", "--matrix", &m, "-t", &target, "--mapping", &gmap]);
+    let on_hwloc = rankmig(&[
+        "cost",
+        "--matrix",
+        &m,
+        "-t",
+        "synthetic:pack:2 core:8 pu:1",
+        "--mapping",
+        &gmap,
+    ]);
+    assert_eq!(first_number(&on_tleaf), first_number(&on_hwloc));
+    // And rankmig maps onto it.
+    let out = rankmig(&["map", "--matrix", &m, "-t", &target, "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mapping"].as_array().unwrap().len(), 16);
+}
+
+#[test]
+fn a_target_that_is_not_tleaf_is_a_clean_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmplt = write(dir.path(), "c.tgt", "cmplt 16\n");
+    assert_clean_error(
+        &rankmig(&["topology", "-t", &format!("tleaf:{cmplt}")]),
+        &["c.tgt", "'cmplt' is not tleaf"],
+    );
+    let short = write(dir.path(), "s.tgt", "tleaf 2 2 10 x 1\n");
+    assert_clean_error(
+        &rankmig(&["topology", "-t", &format!("tleaf:{short}")]),
+        &["s.tgt", "arity of level 1 'x'"],
+    );
+}
