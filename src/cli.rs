@@ -74,8 +74,9 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct TreeArgs {
     /// The machine: `live` (this machine, via hwloc), `xml:FILE` (an `lstopo FILE.xml`
-    /// export) or `synthetic:STRING` (an hwloc synthetic description, e.g.
-    /// `synthetic:"pack:2 core:8 pu:1"`).
+    /// export), `synthetic:STRING` (an hwloc synthetic description, e.g.
+    /// `synthetic:"pack:2 core:8 pu:1"`) or `tleaf:FILE` (a Scotch `tleaf` target; its
+    /// leaves are numbered as Scotch numbers its terminals, its link costs are not used).
     #[arg(long, short = 't', value_parser = parse_topology, default_value = "live")]
     pub topology: TopologySpec,
     /// Number of identical nodes under one root (a cluster of K such machines), 1 to
@@ -139,7 +140,9 @@ pub struct CostArgs {
     pub matrix: MatrixArgs,
     #[command(flatten)]
     pub tree: TreeArgs,
-    /// The mapping to evaluate: one leaf per line (line i = rank i), or `RANK LEAF` lines.
+    /// The mapping to evaluate: one leaf per line (line i = rank i), `RANK LEAF` lines,
+    /// or the output of Scotch's `scotch_gmap` (a vertex count, then `VERTEX PART`
+    /// lines). Leaves are numbered 0.. in tree order (the order of `rankmig topology`).
     #[arg(long)]
     pub mapping: PathBuf,
     /// Link cost per tree level, top first (see `rankmig map --help`).

@@ -201,7 +201,9 @@ fn run_cost(args: &CostArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Reads a mapping file: `LEAF` per line (line order = rank) or `RANK LEAF` lines.
+/// Reads a mapping file: `LEAF` per line (line order = rank), `RANK LEAF` lines, or
+/// Scotch's mapping output (`scotch_gmap`: a vertex count line, then `VERTEX PART`
+/// lines; vertex labels from 0, or from 1 when no label is 0).
 fn read_mapping(path: &Path, ranks: usize, leaves: usize) -> Result<Vec<usize>, CliError> {
     let text = std::fs::read_to_string(path).map_err(|e| CliError::MappingFile {
         path: path.to_owned(),
@@ -213,21 +215,49 @@ fn read_mapping(path: &Path, ranks: usize, leaves: usize) -> Result<Vec<usize>, 
         line,
         problem,
     };
+    let lines: Vec<(usize, Vec<&str>)> = rankmig::lines::data_lines(&text)
+        .map(|(line, data)| (line, data.split_whitespace().collect()))
+        .collect();
+    let number = |line: usize, s: &str| {
+        s.parse::<usize>()
+            .map_err(|_| err(line, format!("'{s}' is not a non-negative integer")))
+    };
+    // Scotch: a lone count, then only pairs.
+    let scotch = lines.len() > 1
+        && lines[0].1.len() == 1
+        && lines[1..].iter().all(|(_, fields)| fields.len() == 2);
+    let (body, base) = if scotch {
+        let (line, fields) = &lines[0];
+        let count = number(*line, fields[0])?;
+        let body = &lines[1..];
+        if count != body.len() {
+            return Err(err(
+                *line,
+                format!(
+                    "Scotch mapping header says {count} vertices but {} lines follow",
+                    body.len()
+                ),
+            ));
+        }
+        let from_one = body.iter().all(|(_, f)| f[0] != "0");
+        (body, usize::from(from_one))
+    } else {
+        (&lines[..], 0)
+    };
     let mut mapping: Vec<Option<usize>> = vec![None; ranks];
     let mut next_rank = 0usize;
-    for (line, data) in rankmig::lines::data_lines(&text) {
-        let fields: Vec<&str> = data.split_whitespace().collect();
-        let number = |s: &str| {
-            s.parse::<usize>()
-                .map_err(|_| err(line, format!("'{s}' is not a non-negative integer")))
-        };
+    for (line, fields) in body {
+        let line = *line;
         let (rank, leaf) = match fields[..] {
-            [leaf] => (next_rank, number(leaf)?),
-            [rank, leaf] => (number(rank)?, number(leaf)?),
+            [leaf] => (next_rank, number(line, leaf)?),
+            [rank, leaf] => (number(line, rank)? - base, number(line, leaf)?),
             _ => {
                 return Err(err(
                     line,
-                    format!("expected 'LEAF' or 'RANK LEAF', found '{data}'"),
+                    format!(
+                        "expected 'LEAF' or 'RANK LEAF', found '{}'",
+                        fields.join(" ")
+                    ),
                 ));
             }
         };

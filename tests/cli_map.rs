@@ -323,3 +323,122 @@ fn prof_directory_is_a_matrix() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["mapping"].as_array().unwrap().len(), 16);
 }
+
+fn scotch(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scotch")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn first_number(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().next().unwrap_or("").to_owned()
+}
+
+#[test]
+fn cost_reads_scotch_gmap_output_as_the_same_mapping() {
+    let m = data("matrices/himeno.M.2x2x4.16.mat");
+    let t = "synthetic:pack:2 core:8 pu:1";
+    let gmap = scotch("grid4x4-on-2x8.map");
+    let scotch_cost = rankmig(&["cost", "--matrix", &m, "-t", t, "--mapping", &gmap]);
+    // The same mapping as one leaf per line, rank order.
+    let text = std::fs::read_to_string(&gmap).unwrap();
+    let mut pairs: Vec<(usize, usize)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut f = l.split_whitespace().map(|x| x.parse::<usize>().unwrap());
+            (f.next().unwrap(), f.next().unwrap())
+        })
+        .collect();
+    pairs.sort();
+    let dir = tempfile::tempdir().unwrap();
+    let leaves: String = pairs.iter().map(|(_, leaf)| format!("{leaf}\n")).collect();
+    let plain = write(dir.path(), "plain.map", &leaves);
+    let plain_cost = rankmig(&["cost", "--matrix", &m, "-t", t, "--mapping", &plain]);
+    assert_eq!(first_number(&scotch_cost), first_number(&plain_cost));
+    // Vertex labels from 1 (a graph with base 1) mean the same ranks.
+    let from_one: String = std::iter::once("16\n".to_owned())
+        .chain(pairs.iter().map(|(v, leaf)| format!("{}\t{leaf}\n", v + 1)))
+        .collect();
+    let one = write(dir.path(), "one.map", &from_one);
+    let one_cost = rankmig(&["cost", "--matrix", &m, "-t", t, "--mapping", &one]);
+    assert_eq!(first_number(&one_cost), first_number(&plain_cost));
+}
+
+#[test]
+fn a_scotch_mapping_with_a_wrong_count_names_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "short.map", "3\n0 1\n1 0\n");
+    assert_clean_error(
+        &rankmig(&[
+            "cost",
+            "--matrix",
+            &data("matrices/himeno.M.2x2x4.16.mat"),
+            "-t",
+            "synthetic:pack:2 core:8 pu:1",
+            "--mapping",
+            &f,
+        ]),
+        &["short.map:1", "3 vertices but 2 lines follow"],
+    );
+}
+
+#[test]
+fn a_scotch_tleaf_target_is_a_topology_to_compare_on() {
+    let m = data("matrices/himeno.M.2x2x4.16.mat");
+    let target = format!("tleaf:{}", scotch("2x8.tgt"));
+    let out = rankmig(&["topology", "-t", &target]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("leaves: 16") && text.contains("depth: 2"),
+        "{text}"
+    );
+    // Scotch's mapping costs the same on its own target as on the hwloc tree of the
+    // same shape: the leaves are numbered alike.
+    let gmap = scotch("grid4x4-on-2x8.map");
+    let on_tleaf = rankmig(&["cost", "--matrix", &m, "-t", &target, "--mapping", &gmap]);
+    let on_hwloc = rankmig(&[
+        "cost",
+        "--matrix",
+        &m,
+        "-t",
+        "synthetic:pack:2 core:8 pu:1",
+        "--mapping",
+        &gmap,
+    ]);
+    assert_eq!(first_number(&on_tleaf), first_number(&on_hwloc));
+    // And rankmig maps onto it.
+    let out = rankmig(&["map", "--matrix", &m, "-t", &target, "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mapping"].as_array().unwrap().len(), 16);
+}
+
+#[test]
+fn a_target_that_is_not_tleaf_is_a_clean_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmplt = write(dir.path(), "c.tgt", "cmplt 16\n");
+    assert_clean_error(
+        &rankmig(&["topology", "-t", &format!("tleaf:{cmplt}")]),
+        &["c.tgt", "'cmplt' is not tleaf"],
+    );
+    let short = write(dir.path(), "s.tgt", "tleaf 2 2 10 x 1\n");
+    assert_clean_error(
+        &rankmig(&["topology", "-t", &format!("tleaf:{short}")]),
+        &["s.tgt", "arity of level 1 'x'"],
+    );
+}

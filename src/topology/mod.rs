@@ -38,6 +38,9 @@ pub enum TopologySpec {
     Xml(PathBuf),
     /// An hwloc synthetic description such as `pack:2 core:8 pu:1`.
     Synthetic(String),
+    /// A Scotch `tleaf` target file (`tleaf LEVELS ARITY0 LINK0 ARITY1 LINK1 ...`): a
+    /// symmetric tree whose leaves are Scotch's terminal domains, in the same order.
+    Tleaf(PathBuf),
 }
 
 impl TopologySpec {
@@ -47,6 +50,7 @@ impl TopologySpec {
             TopologySpec::Live => hwloc::live(leaves),
             TopologySpec::Xml(path) => hwloc::from_xml_file(path, leaves),
             TopologySpec::Synthetic(s) => hwloc::from_synthetic(s, leaves),
+            TopologySpec::Tleaf(path) => from_tleaf_file(path),
         }
     }
 }
@@ -54,7 +58,7 @@ impl TopologySpec {
 impl FromStr for TopologySpec {
     type Err = TopologyError;
 
-    /// Parses `live`, `xml:FILE` or `synthetic:STRING`.
+    /// Parses `live`, `xml:FILE`, `synthetic:STRING` or `tleaf:FILE`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if s == "live" {
             Ok(TopologySpec::Live)
@@ -62,6 +66,8 @@ impl FromStr for TopologySpec {
             Ok(TopologySpec::Xml(PathBuf::from(path)))
         } else if let Some(desc) = s.strip_prefix("synthetic:") {
             Ok(TopologySpec::Synthetic(desc.to_owned()))
+        } else if let Some(path) = s.strip_prefix("tleaf:") {
+            Ok(TopologySpec::Tleaf(PathBuf::from(path)))
         } else {
             Err(TopologyError::BadSpec(s.to_owned()))
         }
@@ -74,6 +80,7 @@ impl std::fmt::Display for TopologySpec {
             TopologySpec::Live => write!(f, "live"),
             TopologySpec::Xml(p) => write!(f, "xml:{}", p.display()),
             TopologySpec::Synthetic(s) => write!(f, "synthetic:{s}"),
+            TopologySpec::Tleaf(p) => write!(f, "tleaf:{}", p.display()),
         }
     }
 }
@@ -82,7 +89,7 @@ impl std::fmt::Display for TopologySpec {
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
     /// The topology argument is none of the accepted forms.
-    #[error("topology '{0}': expected 'live', 'xml:FILE' or 'synthetic:STRING'")]
+    #[error("topology '{0}': expected 'live', 'xml:FILE', 'synthetic:STRING' or 'tleaf:FILE'")]
     BadSpec(String),
     /// The XML file could not be read.
     #[error("{}: cannot read topology file: {source}", path.display())]
@@ -103,6 +110,14 @@ pub enum TopologyError {
     InvalidSynthetic {
         /// The description.
         description: String,
+    },
+    /// A Scotch target file is not a `tleaf` description.
+    #[error("{}: {problem} (expected 'tleaf LEVELS ARITY0 LINK0 ARITY1 LINK1 ...')", path.display())]
+    InvalidTleaf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the offending value.
+        problem: String,
     },
     /// hwloc could not discover this machine.
     #[error("cannot discover this machine's topology: {0}")]
@@ -134,6 +149,53 @@ pub const MAX_LEAVES: usize = 1 << 20;
 
 /// Highest CPU (leaf) index an index list may name: lists are at most 65536 long.
 pub const MAX_CPU_INDEX: usize = 65_535;
+
+/// Reads a Scotch `tleaf` target file: `tleaf LEVELS` then, per level from the top,
+/// the number of children and the link cost (ignored here; give costs with `--costs`).
+/// Whitespace and line breaks are free. Leaves have no OS index.
+fn from_tleaf_file(path: &std::path::Path) -> Result<Tree, TopologyError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let bad = |problem: String| TopologyError::InvalidTleaf {
+        path: path.to_owned(),
+        problem,
+    };
+    let mut words = text.split_whitespace();
+    match words.next() {
+        Some("tleaf") => {}
+        Some(other) => return Err(bad(format!("target type '{other}' is not tleaf"))),
+        None => return Err(bad("empty file".to_owned())),
+    }
+    let mut number = |what: &str| -> Result<usize, TopologyError> {
+        let word = words.next().ok_or_else(|| bad(format!("missing {what}")))?;
+        word.parse::<usize>()
+            .map_err(|_| bad(format!("{what} '{word}' is not a non-negative integer")))
+    };
+    let levels = number("level count")?;
+    if levels == 0 || levels > 64 {
+        return Err(bad(format!("level count {levels} is not in 1..=64")));
+    }
+    let mut arities = Vec::with_capacity(levels);
+    for level in 0..levels {
+        let arity = number(&format!("arity of level {level}"))?;
+        if arity == 0 {
+            return Err(bad(format!("arity of level {level} is 0")));
+        }
+        number(&format!("link cost of level {level}"))?;
+        arities.push(arity);
+    }
+    let leaves = arities.iter().try_fold(1usize, |n, a| {
+        n.checked_mul(*a).filter(|n| *n <= MAX_LEAVES)
+    });
+    if leaves.is_none() {
+        return Err(bad(format!(
+            "{arities:?} makes more than {MAX_LEAVES} leaves"
+        )));
+    }
+    Tree::from_arities(&arities)
+}
 
 /// Parses an index list such as `0-7,16-23` or `3,5,9` (sorted, duplicates removed).
 /// Indexes go from 0 to [`MAX_CPU_INDEX`]; memory use does not depend on the values.
