@@ -132,10 +132,8 @@ impl CommitMarker {
         storage::write_atomic(epoch_dir, COMMIT_MARKER, self.to_text().as_bytes()).map(|_| ())
     }
 
-    /// Checks that the marker describes epoch `epoch` in this build's format with at
-    /// least one rank. A newer format gives [`CheckpointError::Refused`], anything
-    /// else [`CheckpointError::Corrupt`].
-    pub fn verify(&self, epoch: u64, path: &Path) -> Result<(), CheckpointError> {
+    /// A marker of a newer format than this build reads is refused (not corrupt).
+    fn refuse_newer_format(&self, path: &Path) -> Result<(), CheckpointError> {
         if self.version > FORMAT_VERSION {
             return Err(CheckpointError::refused(
                 path,
@@ -145,6 +143,14 @@ impl CommitMarker {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Checks that the marker describes epoch `epoch` in this build's format with at
+    /// least one rank. A newer format gives [`CheckpointError::Refused`], anything
+    /// else [`CheckpointError::Corrupt`].
+    pub fn verify(&self, epoch: u64, path: &Path) -> Result<(), CheckpointError> {
+        self.refuse_newer_format(path)?;
         let bad = |why: String| {
             Err(CheckpointError::corrupt(
                 path,
@@ -172,15 +178,7 @@ impl CommitMarker {
     /// Checks that the epoch belongs to this job and rank count and that its format is
     /// readable; mismatches give [`CheckpointError::Refused`].
     pub fn check(&self, job: &str, ranks: u32, path: &Path) -> Result<(), CheckpointError> {
-        if self.version > FORMAT_VERSION {
-            return Err(CheckpointError::refused(
-                path,
-                format!(
-                    "format version {} is newer than {FORMAT_VERSION}, the newest this build reads",
-                    self.version
-                ),
-            ));
-        }
+        self.refuse_newer_format(path)?;
         if self.job != job {
             return Err(CheckpointError::refused(
                 path,
