@@ -303,8 +303,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub emulated_cluster: bool,
     /// The tree of one node for planning: `live`, `xml:FILE` or `synthetic:STRING`.
-    /// Default with an allocation: the live tree of this machine; without: a flat node
-    /// as large as the largest offer.
+    /// Default with an allocation: a live tree (this machine's for the initial
+    /// placement, rank 0's host's for later plans); without: a flat node as large as
+    /// the largest offer.
     #[arg(long, value_name = "TOPOLOGY")]
     pub node_topology: Option<String>,
     /// Pass ARG to mpirun (repeatable; also RANKMIG_MPIRUN_ARGS, whitespace separated).

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{checksum, children_of, jacobi, mpi_lock, rankmig};
+use common::{checksum, jacobi, mpi_lock, rankmig};
+use rankmig::migrate::supervise::descendants;
 
 const SIZE: &str = "128";
 const ITERS: &str = "60000";
@@ -108,18 +109,6 @@ impl Cluster {
         }
         per_host
     }
-}
-
-/// Every process below `root`.
-fn descendants(root: u32) -> Vec<u32> {
-    let mut all = vec![root];
-    let mut i = 0;
-    while i < all.len() {
-        all.extend(children_of(all[i]));
-        i += 1;
-    }
-    all.remove(0);
-    all
 }
 
 /// The live application processes below `root` and their hosts, read from outside.

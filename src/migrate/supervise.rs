@@ -192,16 +192,22 @@ fn alive(pid: i32) -> bool {
 /// Kills `pid` and every process below it (children first found, then killed
 /// together, so none is re-parented away before it is seen).
 pub fn kill_tree(pid: u32) {
+    for p in std::iter::once(pid).chain(descendants(pid)) {
+        // SAFETY: kill(2); a pid that has gone meanwhile only gives ESRCH.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+}
+
+/// Every process below `pid` (children, their children, ...), from `/proc`.
+pub fn descendants(pid: u32) -> Vec<u32> {
     let mut all = vec![pid];
     let mut i = 0;
     while i < all.len() {
         all.extend(children_of(all[i]));
         i += 1;
     }
-    for p in all {
-        // SAFETY: kill(2); a pid that has gone meanwhile only gives ESRCH.
-        unsafe { libc::kill(p as i32, libc::SIGKILL) };
-    }
+    all.remove(0);
+    all
 }
 
 /// Pids whose parent is `ppid`, from `/proc`.

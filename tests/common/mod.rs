@@ -1,7 +1,6 @@
 //! Helpers shared by the tests that run the Jacobi example under real `mpirun`.
 #![allow(dead_code)]
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -69,18 +68,7 @@ pub fn checksum(out: &Output) -> String {
 
 /// Pids whose parent is `ppid`, from `/proc/*/stat`.
 pub fn children_of(ppid: u32) -> Vec<u32> {
-    let Ok(rd) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.filter_map(|e| {
-        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // pid (comm) state ppid ...: comm may hold spaces, so split after ')'
-        let after = &stat[stat.rfind(')')? + 1..];
-        let parent: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
-        (parent == ppid).then_some(pid)
-    })
-    .collect()
+    rankmig::migrate::supervise::children_of(ppid)
 }
 
 /// The `rankmig` command, with no `RANKMIG_*` setting of the caller leaking in, allowed

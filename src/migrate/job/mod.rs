@@ -84,7 +84,7 @@ impl Job {
             .filter(|p| rank < p.len())
             .map(|p| p.location(rank).clone())
             .unwrap_or_else(|| Location {
-                node: hostname(),
+                node: monitor::location::hostname(),
                 core: rank,
             });
         let mut job = Self {
@@ -304,10 +304,4 @@ pub(super) fn leave_now() -> ! {
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     std::process::exit(0)
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_else(|_| "localhost".to_owned())
 }
