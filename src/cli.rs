@@ -327,9 +327,15 @@ pub struct RunArgs {
     /// Run directory: placements, plans, per-iteration times (default: rankmig-run).
     #[arg(long, default_value = "rankmig-run")]
     pub run_dir: PathBuf,
-    /// checkpoint! calls between two availability checks.
-    #[arg(long, default_value_t = 10)]
-    pub check_every: u64,
+    /// Look at the availability file about every SECONDS of wall time (default). A check
+    /// is collective; the ranks agree at each check on how many `checkpoint!` calls make
+    /// that time, so short iterations are not slowed by checks.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0,
+          value_parser = parse_check_interval, conflicts_with = "check_every")]
+    pub check_interval: f64,
+    /// Look at the availability file every N `checkpoint!` calls instead of by time.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub check_every: Option<u64>,
     /// Restart the run of this run directory from its newest complete checkpoint, with
     /// a placement computed for the current availability.
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["ranks", "program"])]
@@ -357,4 +363,17 @@ pub struct ReportArgs {
     /// Where to write the SVG chart (default: RUN_DIR/report.svg).
     #[arg(long)]
     pub svg: Option<PathBuf>,
+}
+
+/// A check interval: seconds, from 0.001 to one day.
+fn parse_check_interval(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if (0.001..=86_400.0).contains(&secs) {
+        Ok(secs)
+    } else {
+        Err(format!("{secs} s is outside 0.001 to 86400 seconds"))
+    }
 }

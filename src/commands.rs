@@ -407,7 +407,8 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                     .as_deref()
                     .map_or_else(|| run_dir.join("ckpt"), absolute),
                 run_dir,
-                check_every: args.check_every.max(1),
+                check_every: args.check_every.unwrap_or(0),
+                check_interval_ms: (args.check_interval * 1000.0).round() as u64,
                 program: args.program.clone(),
                 env: Vec::new(),
                 allocation,

@@ -34,8 +34,11 @@ pub struct RunSpec {
     pub ckpt_dir: PathBuf,
     /// Run directory (absolute).
     pub run_dir: PathBuf,
-    /// Calls between availability checks.
+    /// Calls between availability checks; 0 = paced by time (`check_interval_ms`).
     pub check_every: u64,
+    /// Wall time between availability checks when `check_every` is 0.
+    #[serde(default = "default_check_interval_ms")]
+    pub check_interval_ms: u64,
     /// Program and its arguments.
     pub program: Vec<String>,
     /// Extra environment for the ranks (`NAME=VALUE`).
@@ -52,6 +55,13 @@ pub struct RunSpec {
     /// Hosts found lost at an earlier launch of this run (never used again).
     #[serde(default)]
     pub lost_hosts: Vec<String>,
+}
+
+/// The default time between two availability checks: one second.
+pub const DEFAULT_CHECK_INTERVAL_MS: u64 = 1000;
+
+fn default_check_interval_ms() -> u64 {
+    DEFAULT_CHECK_INTERVAL_MS
 }
 
 /// Why a run could not be launched.

@@ -4,13 +4,17 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::job::pacing::CheckSpacing;
+
 /// Run directory (records: placements, plans, per-iteration times). Unset = the job runs
 /// without availability watching or records, as a plain checkpointing application.
 pub const ENV_RUN_DIR: &str = "RANKMIG_RUN_DIR";
 /// The availability file to watch.
 pub const ENV_AVAILABILITY: &str = "RANKMIG_AVAILABILITY";
-/// `checkpoint!` calls between two availability checks (default 10).
+/// `checkpoint!` calls between two availability checks; unset or 0: paced by time.
 pub const ENV_CHECK_EVERY: &str = "RANKMIG_CHECK_EVERY";
+/// Milliseconds between two availability checks when not paced by calls (default 1000).
+pub const ENV_CHECK_INTERVAL_MS: &str = "RANKMIG_CHECK_INTERVAL_MS";
 /// The initial placement file (`RANK NODE CORE`).
 pub const ENV_PLACEMENT: &str = "RANKMIG_PLACEMENT";
 /// Cores of the largest logical node (the node tree used for planning is flat).
@@ -38,8 +42,8 @@ pub struct JobSettings {
     pub run_dir: Option<PathBuf>,
     /// Availability file.
     pub availability: Option<PathBuf>,
-    /// Calls between availability checks.
-    pub check_every: u64,
+    /// How availability checks are spaced.
+    pub check_spacing: CheckSpacing,
     /// Initial placement file.
     pub placement: Option<PathBuf>,
     /// Cores per logical node (planning tree).
@@ -86,7 +90,13 @@ impl JobSettings {
         Self {
             run_dir: path(ENV_RUN_DIR),
             availability: path(ENV_AVAILABILITY),
-            check_every: number(ENV_CHECK_EVERY, 10),
+            check_spacing: match number(ENV_CHECK_EVERY, 0) {
+                0 => CheckSpacing::Millis(number(
+                    ENV_CHECK_INTERVAL_MS,
+                    super::launch::DEFAULT_CHECK_INTERVAL_MS,
+                )),
+                calls => CheckSpacing::Calls(calls),
+            },
             placement: path(ENV_PLACEMENT),
             cores_per_node: number(ENV_CORES_PER_NODE, 1) as usize,
             matrix: path(ENV_MATRIX),

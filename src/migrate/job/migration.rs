@@ -28,6 +28,9 @@ pub(super) struct Assignment {
     pub(super) settings: JobSettings,
     pub(super) calls: u64,
     pub(super) next_check: u64,
+    /// The stride of the replaced rank's pacer.
+    #[serde(default)]
+    pub(super) check_stride: u64,
     pub(super) view: Option<Availability>,
     pub(super) view_hash: u64,
     pub(super) placement: Placement,
@@ -186,7 +189,8 @@ impl Job {
                     checkpoint: CheckpointSettings::of(self.ckpt.config()),
                     settings: self.settings.clone(),
                     calls: self.calls,
-                    next_check: self.next_check,
+                    next_check: self.pacer.next_check(),
+                    check_stride: self.pacer.stride(),
                     view: self.view.clone(),
                     view_hash: self
                         .watcher

@@ -18,9 +18,11 @@ use crate::planner::{Location, Placement};
 mod binding;
 mod migration;
 mod outcome;
+pub mod pacing;
 mod reconfigure;
 
 use migration::Assignment;
+use pacing::CheckPacer;
 
 use super::MigrateError;
 use super::protocol::{self};
@@ -51,7 +53,7 @@ pub struct Job {
     ckpt: CheckpointContext<MpiCollective>,
     ckpt_due: bool,
     calls: u64,
-    next_check: u64,
+    pacer: CheckPacer,
     location: Location,
     view: Option<Availability>,
     watcher: Option<AvailabilityWatcher>,
@@ -88,7 +90,7 @@ impl Job {
                 core: rank,
             });
         let mut job = Self {
-            next_check: settings.check_every,
+            pacer: CheckPacer::starting_at(settings.check_spacing, 0),
             settings,
             comm: world,
             ckpt,
@@ -137,12 +139,12 @@ impl Job {
                 .in_allocation(a.settings.hosts.clone(), a.settings.lost_hosts.clone())
         });
         let job = Self {
+            pacer: CheckPacer::resume(a.settings.check_spacing, a.next_check, a.check_stride),
             settings: a.settings,
             comm: arrival.comm,
             ckpt,
             ckpt_due: false,
             calls: a.calls,
-            next_check: a.next_check,
             location: a.location,
             view: a.view,
             watcher,
@@ -187,7 +189,7 @@ impl Job {
         }
         let state = self.ckpt.restore_or(fresh)?;
         self.calls = self.ckpt.calls();
-        self.next_check = (self.calls / self.settings.check_every + 1) * self.settings.check_every;
+        self.pacer = CheckPacer::starting_at(self.settings.check_spacing, self.calls);
         Ok(state)
     }
 
@@ -207,7 +209,7 @@ impl Job {
         }
         self.last_end = now;
         self.ckpt_due = self.ckpt.tick();
-        self.ckpt_due || (self.settings.migrates() && self.calls >= self.next_check)
+        self.ckpt_due || (self.settings.migrates() && self.pacer.due(self.calls))
     }
 
     /// The slow path of `checkpoint!`: a checkpoint save or check, and at every
@@ -219,8 +221,9 @@ impl Job {
         if self.ckpt_due {
             self.ckpt.event(state)?;
         }
-        if self.settings.migrates() && self.calls >= self.next_check {
-            self.next_check = self.calls + self.settings.check_every;
+        if self.settings.migrates() && self.pacer.due(self.calls) {
+            // Paced before the check: processes spawned by it take the new pacing over.
+            self.pacer.after_check(&self.comm, self.calls);
             self.reconfiguration_point(state)?;
             self.flush_records();
         }

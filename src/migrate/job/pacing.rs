@@ -1,0 +1,160 @@
+//! When the ranks look at the availability file: every `--check-every` calls when the
+//! user fixed it, else about every `--check-interval` of wall time.
+//!
+//! A check is collective (rank 0 reads the file and broadcasts what it saw), so checking
+//! at every few `checkpoint!` calls of a loop whose iteration takes microseconds costs
+//! more than the loop. Paced by time, the ranks agree at each check on the number of
+//! calls until the next one: rank 0 measures the calls per second since the last check
+//! and broadcasts the stride, so every rank enters the next check at the same call.
+
+use std::time::{Duration, Instant};
+
+use mpi::traits::{Communicator, Root};
+use serde::{Deserialize, Serialize};
+
+/// Calls before the first check when paced by time (the rate is not known yet).
+const FIRST_STRIDE: u64 = 10;
+/// A stride grows at most this many times from one check to the next, so a few fast
+/// first calls do not push the next check far away.
+const MAX_GROWTH: u64 = 8;
+/// Largest stride: about 16 million calls.
+const MAX_STRIDE: u64 = 1 << 24;
+
+/// How checks are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CheckSpacing {
+    /// Every N calls (N ≥ 1), as `--check-every N` asks.
+    Calls(u64),
+    /// About every this many milliseconds of wall time.
+    Millis(u64),
+}
+
+impl Default for CheckSpacing {
+    /// Paced by time, one check per second.
+    fn default() -> Self {
+        Self::Millis(crate::migrate::launch::DEFAULT_CHECK_INTERVAL_MS)
+    }
+}
+
+/// The call count of the next check, agreed by all ranks.
+#[derive(Debug, Clone)]
+pub struct CheckPacer {
+    spacing: CheckSpacing,
+    stride: u64,
+    next_check: u64,
+    last_calls: u64,
+    last_time: Instant,
+}
+
+impl CheckPacer {
+    /// A pacer whose first check comes after `calls` calls have been made.
+    pub fn starting_at(spacing: CheckSpacing, calls: u64) -> Self {
+        let stride = match spacing {
+            CheckSpacing::Calls(n) => n.max(1),
+            CheckSpacing::Millis(_) => FIRST_STRIDE,
+        };
+        Self {
+            spacing,
+            stride,
+            next_check: calls + stride,
+            last_calls: calls,
+            last_time: Instant::now(),
+        }
+    }
+
+    /// A pacer taken over from a replaced rank: its next check is at `next_check`, with
+    /// the stride it used.
+    pub fn resume(spacing: CheckSpacing, next_check: u64, stride: u64) -> Self {
+        Self {
+            spacing,
+            stride: stride.max(1),
+            next_check,
+            last_calls: next_check.saturating_sub(stride),
+            last_time: Instant::now(),
+        }
+    }
+
+    /// True when call number `calls` is a check.
+    #[inline]
+    pub fn due(&self, calls: u64) -> bool {
+        calls >= self.next_check
+    }
+
+    /// The call count of the next check.
+    pub fn next_check(&self) -> u64 {
+        self.next_check
+    }
+
+    /// The current stride in calls.
+    pub fn stride(&self) -> u64 {
+        self.stride
+    }
+
+    /// Collective over `comm` when paced by time: sets the next check after a check made
+    /// at call `calls`. Rank 0 decides the stride; every rank gets the same.
+    pub fn after_check<C: Communicator>(&mut self, comm: &C, calls: u64) {
+        if let CheckSpacing::Millis(ms) = self.spacing {
+            let mut stride = if comm.rank() == 0 {
+                let elapsed = self.last_time.elapsed();
+                stride_for(
+                    calls - self.last_calls,
+                    elapsed,
+                    Duration::from_millis(ms),
+                    self.stride,
+                )
+            } else {
+                0
+            };
+            comm.process_at_rank(0).broadcast_into(&mut stride);
+            self.stride = stride.max(1);
+        }
+        self.last_calls = calls;
+        self.last_time = Instant::now();
+        self.next_check = calls + self.stride;
+    }
+}
+
+/// The number of calls that should take about `interval`, given that `calls` took
+/// `elapsed`; at most [`MAX_GROWTH`] times `previous`, at least 1.
+pub fn stride_for(calls: u64, elapsed: Duration, interval: Duration, previous: u64) -> u64 {
+    let secs = elapsed.as_secs_f64();
+    let wanted = if secs <= 0.0 || calls == 0 {
+        previous.saturating_mul(MAX_GROWTH)
+    } else {
+        (calls as f64 * interval.as_secs_f64() / secs).ceil() as u64
+    };
+    wanted
+        .min(previous.saturating_mul(MAX_GROWTH))
+        .clamp(1, MAX_STRIDE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_calls_grow_the_stride_gradually_up_to_the_interval() {
+        // 10 calls in 1 ms, interval 1 s: wants 10 000, allowed 80 this time.
+        let s = stride_for(10, Duration::from_millis(1), Duration::from_secs(1), 10);
+        assert_eq!(s, 80);
+        // 80 calls in 8 ms: wants 10 000, within 8 × 2000.
+        let s = stride_for(80, Duration::from_millis(8), Duration::from_secs(1), 2000);
+        assert_eq!(s, 10_000);
+    }
+
+    #[test]
+    fn slow_calls_shrink_the_stride_at_once_but_not_below_one() {
+        let s = stride_for(1000, Duration::from_secs(10), Duration::from_secs(1), 1000);
+        assert_eq!(s, 100);
+        let s = stride_for(5, Duration::from_secs(50), Duration::from_secs(1), 5);
+        assert_eq!(s, 1);
+    }
+
+    #[test]
+    fn fixed_spacing_keeps_its_stride() {
+        let p = CheckPacer::starting_at(CheckSpacing::Calls(7), 3);
+        assert_eq!((p.next_check(), p.stride()), (10, 7));
+        assert!(!p.due(9));
+        assert!(p.due(10));
+    }
+}
