@@ -6,7 +6,7 @@
 //!   placement-0.txt          initial placement (RANK NODE CORE)
 //!   placement-K.txt          placement after the K-th reconfiguration
 //!   reconfigurations.jsonl   one JSON object per availability change
-//!   iterations/rank-R.csv    iteration,compute_s,scheduling_s,migration_s per rank
+//!   iterations/rank-R.csv    iteration,compute_ns,scheduling_ns,migration_ns per rank
 //!   processes.csv            rank,pid,node,core,event of every process of the job
 //! ```
 
@@ -125,14 +125,42 @@ pub fn append_iterations(
         std::fs::create_dir_all(dir)?;
     }
     let mut f = OpenOptions::new().create(true).append(true).open(path)?;
-    let mut text = String::new();
+    let mut text = Vec::with_capacity(records.len() * 24);
     for r in records {
-        text.push_str(&format!(
-            "{},{:.9},{:.9},{:.9}\n",
-            r.iteration, r.compute, r.scheduling, r.migration
-        ));
+        write_iteration_line(&mut text, r);
     }
-    f.write_all(text.as_bytes())
+    f.write_all(&text)
+}
+
+/// One line `iteration,compute_ns,scheduling_ns,migration_ns`: whole nanoseconds, written
+/// without the formatting machinery (a job records every iteration, some take a few µs).
+fn write_iteration_line(out: &mut Vec<u8>, r: &IterationRecord) {
+    let mut number = itoa::Buffer::new();
+    out.extend_from_slice(number.format(r.iteration).as_bytes());
+    for seconds in [r.compute, r.scheduling, r.migration] {
+        out.push(b',');
+        out.extend_from_slice(number.format(nanoseconds(seconds)).as_bytes());
+    }
+    out.push(b'\n');
+}
+
+/// Seconds as whole nanoseconds (negative or not finite: 0).
+fn nanoseconds(seconds: f64) -> u64 {
+    if seconds.is_finite() && seconds > 0.0 {
+        (seconds * 1e9).round() as u64
+    } else {
+        0
+    }
+}
+
+/// A time field: whole nanoseconds, or seconds with a decimal point (files of earlier
+/// versions).
+fn parse_duration_field(field: &str) -> Option<f64> {
+    if field.contains('.') {
+        field.parse().ok()
+    } else {
+        field.parse::<u64>().ok().map(|ns| ns as f64 * 1e-9)
+    }
 }
 
 /// Reads a rank's iteration file.
@@ -142,7 +170,7 @@ pub fn read_iterations(path: &Path) -> Result<Vec<IterationRecord>, String> {
     for (i, line) in text.lines().enumerate() {
         let bad = || {
             format!(
-                "{}:{}: expected 'iteration,compute,scheduling,migration': '{line}'",
+                "{}:{}: expected 'iteration,compute_ns,scheduling_ns,migration_ns': '{line}'",
                 path.display(),
                 i + 1
             )
@@ -153,10 +181,49 @@ pub fn read_iterations(path: &Path) -> Result<Vec<IterationRecord>, String> {
         };
         out.push(IterationRecord {
             iteration: it.parse().map_err(|_| bad())?,
-            compute: c.parse().map_err(|_| bad())?,
-            scheduling: s.parse().map_err(|_| bad())?,
-            migration: m.parse().map_err(|_| bad())?,
+            compute: parse_duration_field(c).ok_or_else(bad)?,
+            scheduling: parse_duration_field(s).ok_or_else(bad)?,
+            migration: parse_duration_field(m).ok_or_else(bad)?,
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iterations_round_trip_in_nanoseconds_and_old_seconds_files_still_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let records = [
+            IterationRecord {
+                iteration: 1,
+                compute: 0.000_008_075,
+                scheduling: 0.0,
+                migration: 0.0,
+            },
+            IterationRecord {
+                iteration: 2,
+                compute: 1.5,
+                scheduling: 0.25,
+                migration: 3.000_000_001,
+            },
+        ];
+        append_iterations(dir.path(), 3, &records).expect("write");
+        let path = iterations_file(dir.path(), 3);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(text, "1,8075,0,0\n2,1500000000,250000000,3000000001\n");
+        assert_eq!(read_iterations(&path).expect("parse"), records);
+
+        std::fs::write(&path, "7,0.000010199,0.000000000,2.5\n").expect("old file");
+        let old = read_iterations(&path).expect("old format");
+        assert_eq!(old[0].iteration, 7);
+        assert!((old[0].compute - 0.000_010_199).abs() < 1e-15);
+        assert_eq!(old[0].migration, 2.5);
+
+        std::fs::write(&path, "7,ten,0,0\n").expect("bad file");
+        let err = read_iterations(&path).expect_err("a bad field is refused");
+        assert!(err.contains(":1:") && err.contains("ten"), "{err}");
+    }
 }
