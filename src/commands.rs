@@ -55,6 +55,8 @@ pub enum CliError {
     Checkpoint(#[from] rankmig::checkpoint::CheckpointError),
     #[error("{0}")]
     Corrupt(String),
+    #[error("{0}")]
+    HostDown(String),
     #[error(transparent)]
     Launch(#[from] rankmig::migrate::launch::LaunchError),
     #[error(transparent)]
@@ -78,6 +80,8 @@ impl CliError {
         match self {
             CliError::Corrupt(_) => 1,
             CliError::JobFailed(code) => *code,
+            // as `ssh` exits when it cannot reach a host
+            CliError::HostDown(_) => 255,
             _ => 2,
         }
     }
@@ -96,8 +100,13 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Run(args) => run_job(&args),
         Command::Report(args) => run_report(&args),
         Command::EmulatedHost(args) => {
-            rankmig::emulated_cluster::exec_on_host(&args.host, &args.command)
-                .map_err(|e| CliError::Usage(e.to_string()))?;
+            use rankmig::emulated_cluster::EmulatedHostError;
+            rankmig::emulated_cluster::exec_on_host(&args.host, &args.command).map_err(
+                |e| match e {
+                    EmulatedHostError::Down { .. } => CliError::HostDown(e.to_string()),
+                    _ => CliError::Usage(e.to_string()),
+                },
+            )?;
             Ok(())
         }
     }

@@ -10,6 +10,11 @@
 //!
 //! A process's host can be read from outside with `nsenter -t PID -u hostname`, or by
 //! [`host_of`].
+//!
+//! A host is switched off by listing its name in the file named by
+//! [`ENV_DOWN_HOSTS`] (one per line) and killing its processes: `rankmig emulated-host`
+//! then refuses it as `ssh` refuses a host that does not answer (exit 255), so Open
+//! MPI cannot start a daemon there and a probe finds it lost.
 
 use std::ffi::CString;
 use std::process::Command;
@@ -41,9 +46,20 @@ pub fn available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// A file listing the emulated hosts that are down, one name per line.
+pub const ENV_DOWN_HOSTS: &str = "RANKMIG_EMULATED_DOWN_HOSTS";
+
 /// Why `rankmig emulated-host` could not start the command.
 #[derive(Debug, thiserror::Error)]
 pub enum EmulatedHostError {
+    /// The host is listed as down.
+    #[error("emulated-host: connect to host {host}: host is down (listed in {})", list.display())]
+    Down {
+        /// The host.
+        host: String,
+        /// The file that lists it.
+        list: std::path::PathBuf,
+    },
     /// A host name or command with a NUL byte, or an empty command.
     #[error("emulated-host: {0}")]
     Usage(String),
@@ -70,6 +86,15 @@ pub fn exec_on_host(
         return Err(EmulatedHostError::Usage(format!(
             "no command for host '{host}'"
         )));
+    }
+    if let Some(list) = std::env::var_os(ENV_DOWN_HOSTS).map(std::path::PathBuf::from) {
+        let down = std::fs::read_to_string(&list).unwrap_or_default();
+        if down.lines().any(|l| l.trim() == host) {
+            return Err(EmulatedHostError::Down {
+                host: host.to_owned(),
+                list,
+            });
+        }
     }
     let system = |call| {
         let source = std::io::Error::last_os_error();

@@ -218,7 +218,10 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
     let hostfile = match &spec.allocation {
         Some(allocation) => {
             let path = spec.run_dir.join(format!("hostfile-{launch}.txt"));
-            let text = mpirun::sequential_hostfile(&placement, &allocation.host_names());
+            let usable: Vec<String> = (allocation.host_names().into_iter())
+                .filter(|h| !spec.lost_hosts.contains(h))
+                .collect();
+            let text = mpirun::sequential_hostfile(&placement, &usable);
             write(&path, &text)?;
             Some(path)
         }

@@ -20,6 +20,7 @@ pub mod job;
 pub mod launch;
 pub mod mpirun;
 #[cfg(feature = "mpi")]
+pub mod probe;
 pub mod protocol;
 pub mod record;
 pub mod report;

@@ -8,8 +8,9 @@
 //! killed.
 //!
 //! Open MPI 4.1 ends the whole job when a host's daemon or a rank dies. Its messages
-//! on stderr name the node ("... on node NAME ..."); the hosts of the allocation named
-//! in the messages of a failed run are the lost ones.
+//! on stderr sometimes name the node ("... on node NAME ..."), sometimes not ("ORTE was
+//! unable to reliably start one or more daemons"); the lost hosts are those named and
+//! those that no longer answer a probe ([`super::probe`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -20,6 +21,7 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use super::launch::{LaunchError, RunSpec, prepare, save_spec};
+use super::probe::HostProbe;
 
 /// How long `mpirun` has to stop the job after a forwarded signal before everything
 /// below it is killed.
@@ -38,19 +40,30 @@ pub struct LaunchOutcome {
 
 /// Runs the job, restarting it after a lost host at most `auto_restart` times.
 /// Returns the last launch's exit code.
+///
+/// In multi-host mode a restart (`restart`, or an automatic one) first probes the hosts
+/// of the allocation ([`HostProbe`]): those that do not answer are marked lost, get no
+/// daemon and no rank. After a failed launch the lost hosts are those Open MPI's
+/// messages name and those that no longer answer.
 pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, LaunchError> {
+    let probe = HostProbe::from_env();
+    if restart {
+        let gone = newly_lost(spec, &[], &probe);
+        if !gone.is_empty() {
+            log::warn!(
+                "host(s) {} do not answer: restarting without them",
+                gone.join(", ")
+            );
+            spec.lost_hosts.extend(gone);
+        }
+    }
     let mut outcome = launch_once(spec, restart)?;
     let mut restarts = 0;
     while outcome.code != 0 && outcome.stopped_by.is_none() && restarts < auto_restart {
-        let new: Vec<String> = outcome
-            .lost_hosts
-            .iter()
-            .filter(|h| !spec.lost_hosts.contains(h))
-            .cloned()
-            .collect();
+        let new = newly_lost(spec, &outcome.lost_hosts, &probe);
         if new.is_empty() {
             log::warn!(
-                "the job failed (mpirun exit {}) and no host was reported lost: not restarting",
+                "the job failed (mpirun exit {}) and every host still answers: not restarting",
                 outcome.code
             );
             break;
@@ -65,6 +78,24 @@ pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, 
         outcome = launch_once(spec, true)?;
     }
     Ok(outcome.code)
+}
+
+/// Hosts of the allocation lost since the last launch: those named in `reported`, and
+/// those that do not answer the probe. Single-host mode: none.
+fn newly_lost(spec: &RunSpec, reported: &[String], probe: &HostProbe) -> Vec<String> {
+    let Some(allocation) = &spec.allocation else {
+        return Vec::new();
+    };
+    let candidates: Vec<String> = allocation
+        .host_names()
+        .into_iter()
+        .filter(|h| !spec.lost_hosts.contains(h))
+        .collect();
+    let silent = probe.unreachable(&candidates);
+    candidates
+        .into_iter()
+        .filter(|h| reported.contains(h) || silent.contains(h))
+        .collect()
 }
 
 /// One `mpirun` launch, watched.
