@@ -54,31 +54,91 @@ impl Cluster {
 
     /// `rankmig run` on the emulated cluster, in the background.
     fn start(&self, ranks: usize, extra: &[&str]) -> Child {
+        let mut cmd = self.rankmig();
+        cmd.args([
+            "run",
+            "-n",
+            &ranks.to_string(),
+            "-a",
+            "av",
+            "--hostfile",
+            "hosts",
+        ])
+        .args([
+            "--emulated-cluster",
+            "--node-topology",
+            "synthetic:core:4 pu:1",
+        ])
+        .args(["--run-dir", "run", "--check-every", "50"])
+        .args(extra)
+        .arg("--")
+        .arg(jacobi())
+        .args(["--size", SIZE, "--iters", ITERS])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        cmd.spawn().expect("rankmig run")
+    }
+
+    /// `rankmig` in the cluster's directory, with checkpoints every 2000 iterations and
+    /// the list of switched-off hosts.
+    fn rankmig(&self) -> Command {
         let mut cmd = rankmig();
         cmd.current_dir(self.dir.path())
             .env("RANKMIG_CKPT_EVERY", "2000")
-            .args([
-                "run",
-                "-n",
-                &ranks.to_string(),
-                "-a",
-                "av",
-                "--hostfile",
-                "hosts",
-            ])
-            .args([
-                "--emulated-cluster",
-                "--node-topology",
-                "synthetic:core:4 pu:1",
-            ])
-            .args(["--run-dir", "run", "--check-every", "50"])
-            .args(extra)
-            .arg("--")
-            .arg(jacobi())
-            .args(["--size", SIZE, "--iters", ITERS])
+            .env(
+                rankmig::emulated_cluster::ENV_DOWN_HOSTS,
+                self.path("down-hosts"),
+            );
+        cmd
+    }
+
+    /// `rankmig run --restart run --emulated-cluster`, in the background.
+    fn restart(&self) -> Child {
+        self.rankmig()
+            .args(["run", "--restart", "run", "--emulated-cluster"])
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd.spawn().expect("rankmig run")
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("rankmig run --restart")
+    }
+
+    /// Switches `host` off as a power failure would: listed as down (Open MPI can no
+    /// longer reach it), then its daemon and ranks killed at once.
+    fn pull_the_plug(&self, root: u32, host: &str) {
+        fs::write(self.path("down-hosts"), format!("{host}\n")).expect("down list");
+        let on_host: Vec<u32> = descendants(root)
+            .into_iter()
+            .filter(|&p| rankmig::emulated_cluster::host_of(p).as_deref() == Some(host))
+            .collect();
+        assert!(!on_host.is_empty(), "nothing of the job runs on {host}");
+        for p in on_host {
+            // SAFETY: kill(2) on a process of the job under test.
+            unsafe { libc::kill(p as i32, libc::SIGKILL) };
+        }
+    }
+
+    /// The name of the placement file written by the latest restart.
+    fn restart_placement(&self) -> Option<String> {
+        let mut names: Vec<(std::time::SystemTime, String)> = fs::read_dir(self.run_dir())
+            .ok()?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let when = e.metadata().ok()?.modified().ok()?;
+                name.starts_with("placement-restart-")
+                    .then_some((when, name))
+            })
+            .collect();
+        names.sort();
+        names.pop().map(|(_, n)| n)
+    }
+
+    /// Iterations rank 0 has recorded.
+    fn progress(&self) -> u64 {
+        fs::read_to_string(self.run_dir().join("iterations/rank-0.csv"))
+            .ok()
+            .and_then(|t| t.lines().last()?.split(',').next()?.parse().ok())
+            .unwrap_or(0)
     }
 
     /// Replaces the availability file atomically.
@@ -269,4 +329,67 @@ fn sigterm_stops_every_process_of_the_job() {
                 .all(|&p| is_zombie(p) || !Path::new(&format!("/proc/{p}")).exists())
         },
     );
+}
+
+/// (b) A host dies unannounced; the job ends; `--restart` on an availability without it
+/// resumes from the newest complete checkpoint, with nothing on the dead host.
+#[test]
+fn a_dead_host_then_restart_without_it() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let expected = reference();
+    let cluster = Cluster::new(&["h1", "h2", "h3", "h4"], "h1 2\nh2 2\nh3 2\nh4 2\n");
+    let child = cluster.start(8, &[]);
+    let root = child.id();
+    wait_until("a checkpoint", Duration::from_secs(120), || {
+        cluster.progress() > 4500
+    });
+    cluster.pull_the_plug(root, "h2");
+    let out = finish(child);
+    assert!(!out.status.success(), "the job survived the loss of h2");
+
+    cluster.edit("h1 2\nh3 2\nh4 2\n");
+    let child = cluster.restart();
+    let root = child.id();
+    wait_until("the restart", Duration::from_secs(60), || {
+        cluster.restart_placement().is_some()
+    });
+    let name = cluster.restart_placement().unwrap_or_default();
+    assert!(!cluster.planned(&name).contains_key("h2"));
+    assert_processes_follow(&cluster, root, &name);
+    let out = finish(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("restored epoch"), "{stderr}");
+    assert_eq!(checksum(&out), expected);
+}
+
+/// (b) With `--auto-restart 1`, the loss is noticed (the host no longer answers), the
+/// host marked lost, and the job restarts by itself without it.
+#[test]
+fn a_dead_host_is_left_by_an_automatic_restart() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let expected = reference();
+    let cluster = Cluster::new(&["h1", "h2", "h3", "h4"], "h1 2\nh2 2\nh3 2\nh4 2\n");
+    let child = cluster.start(8, &["--auto-restart", "1"]);
+    let root = child.id();
+    wait_until("a checkpoint", Duration::from_secs(120), || {
+        cluster.progress() > 4500
+    });
+    cluster.pull_the_plug(root, "h2");
+    wait_until("the automatic restart", Duration::from_secs(90), || {
+        cluster.restart_placement().is_some()
+    });
+    let name = cluster.restart_placement().unwrap_or_default();
+    assert!(!cluster.planned(&name).contains_key("h2"));
+    assert_processes_follow(&cluster, root, &name);
+    let out = finish(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("host(s) h2 lost"), "{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(checksum(&out), expected);
 }
