@@ -312,8 +312,10 @@ pub struct RunArgs {
     /// OMPI_MCA_* variables of the environment reach mpirun as they are.
     #[arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub mpirun_args: Vec<String>,
-    /// When Open MPI reports a host lost (its daemon or ranks died), restart from the
-    /// newest complete checkpoint without that host, at most N times.
+    /// When the job fails because hosts were lost (named in Open MPI's messages, or not
+    /// answering `true` through RANKMIG_PROBE_AGENT, else OMPI_MCA_plm_rsh_agent, else
+    /// ssh), restart from the newest complete checkpoint without them, at most N times.
+    /// A failure with every host answering is not restarted.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub auto_restart: u32,
     /// Communication matrix used for the initial placement and for planning (default:
