@@ -441,3 +441,12 @@ fn assert_json_mapping_of(out: &std::process::Output, ranks: usize) {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
     assert_eq!(v["mapping"].as_array().map(Vec::len), Some(ranks));
 }
+
+#[test]
+fn a_refused_synthetic_topology_gives_hwlocs_reason() {
+    let out = rankmig(&["topology", "-t", "synthetic:pack:2 core:8"]);
+    assert_clean_error(
+        &out,
+        &["pack:2 core:8", "cannot use non-PU type for last level"],
+    );
+}

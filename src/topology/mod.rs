@@ -12,6 +12,7 @@
 //! ```
 
 mod hwloc;
+mod hwloc_stderr;
 mod tree;
 
 use std::path::PathBuf;
@@ -100,16 +101,34 @@ pub enum TopologyError {
         source: std::io::Error,
     },
     /// hwloc refused the XML file.
-    #[error("{}: hwloc refused this XML topology (not an hwloc XML export?)", path.display())]
+    #[error("{}: hwloc refused this XML topology: {problem}", path.display())]
     InvalidXml {
         /// The file.
         path: PathBuf,
+        /// hwloc's reason when it gave one, else what is visibly wrong.
+        problem: String,
+    },
+    /// The XML file is in a format version newer than hwloc 2 reads.
+    #[error(
+        "{}: XML topology format version {version} (written by a newer hwloc); the hwloc \
+         rankmig is built with reads versions 1.x and 2.x: export the machine with an hwloc 2 lstopo",
+        path.display()
+    )]
+    NewerXml {
+        /// The file.
+        path: PathBuf,
+        /// The `version` attribute of its `<topology>` element.
+        version: String,
     },
     /// hwloc refused the synthetic description.
-    #[error("synthetic topology '{description}': hwloc refused it (example: 'pack:2 core:8 pu:1')")]
+    #[error(
+        "synthetic topology '{description}': hwloc refused it: {reason} (example: 'pack:2 core:8 pu:1')"
+    )]
     InvalidSynthetic {
         /// The description.
         description: String,
+        /// hwloc's reason.
+        reason: String,
     },
     /// A Scotch target file is not a `tleaf` description.
     #[error("{}: {problem} (expected 'tleaf LEVELS ARITY0 LINK0 ARITY1 LINK1 ...')", path.display())]
