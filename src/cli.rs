@@ -112,23 +112,36 @@ pub struct MapArgs {
     /// Example: --oversubscribe 2
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub oversubscribe: u32,
-    /// Only these leaves may be used (depth-first leaf indexes over the whole tree).
-    /// Example: --allowed 0-7,16-23
-    #[arg(long)]
+    /// Only these CPUs may be used: OS CPU numbers, as `taskset -c`, Slurm and
+    /// `Cpus_allowed_list` in /proc/PID/status number them, the same on every node. With
+    /// `--leaves core` a core is used when all of its hardware threads are listed (a list
+    /// naming only some of a core's threads is refused). Example: --allowed 0-7,16-23
+    #[arg(long, value_name = "CPUS")]
     pub allowed: Option<String>,
+    /// Only these leaves may be used: depth-first leaf indexes over the whole tree, as
+    /// the text output and `rankmig cost --mapping` number them (for trees without OS
+    /// CPU numbers, such as tleaf targets). Example: --allowed-leaves 0-7,16-23
+    #[arg(long, value_name = "LEAVES", conflicts_with = "allowed")]
+    pub allowed_leaves: Option<String>,
     /// Link cost per tree level, top level first, for the sum-com metric; one value per
     /// level below the root. Default: powers of ten (e.g. 100,10,1 for node/package/core).
     #[arg(long)]
     pub costs: Option<String>,
-    /// Host names of the nodes, for the rankfile. Default: localhost for one node,
-    /// node0..nodeK-1 for a cluster. Example: --hosts n01,n02,n03,n04
+    /// Host names of the nodes, for the rankfile, Slurm and JSON outputs: one per node,
+    /// each named once, letters, digits, '-' and '.' only. Default: localhost for one
+    /// node, node0..nodeK-1 for a cluster. Example: --hosts n01,n02,n03,n04
     #[arg(long, value_delimiter = ',')]
     pub hosts: Vec<String>,
     /// Seed of the random baseline.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Output: `text` (RANK LEAF lines and # metrics), `json`, `rankfile` (Open MPI) or
-    /// `slurm` (a --cpu-bind=map_cpu: list, one node).
+    /// Output: `text` (RANK LEAF lines, LEAF a depth-first leaf index over the whole tree,
+    /// then # metrics); `json` (version 1: per rank its leaf, host, node index, core
+    /// (hwloc logical index in the node) and OS CPU numbers, plus the metrics);
+    /// `rankfile` (Open MPI: `rank R=HOST slot=CORE`, CORE the hwloc logical core index
+    /// in the host, also with --leaves pu); `slurm` (OS CPU numbers: a
+    /// --cpu-bind=map_cpu: list for one node; for several, a SLURM_HOSTFILE for
+    /// --distribution=arbitrary with each host's map_cpu list in # comments).
     #[arg(long, short = 'f', value_enum, default_value_t = MapFormat::Text)]
     pub format: MapFormat,
 }

@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use rankmig::matrix::{CommMatrix, MatrixError};
 use rankmig::output::{MapReport, OutputError};
-use rankmig::topology::{IndexListError, TopologyError, Tree, parse_index_list};
+use rankmig::topology::{
+    CpuSelectionError, IndexListError, TopologyError, Tree, leaves_on_cpus, parse_index_list,
+};
 use rankmig::treematch::metrics::{LinkCosts, Metrics, evaluate};
 use rankmig::treematch::{MapError, MapOptions, baselines, map};
 
@@ -35,8 +37,19 @@ pub enum CliError {
     Map(#[from] MapError),
     #[error(transparent)]
     Output(#[from] OutputError),
-    #[error("--allowed: {0}")]
-    Allowed(#[from] IndexListError),
+    #[error("--hosts: {host:?} {problem}")]
+    Host { host: String, problem: &'static str },
+    #[error("{option}: {source}")]
+    IndexList {
+        option: &'static str,
+        source: IndexListError,
+    },
+    #[error("--allowed {value}: {source}{hint}")]
+    AllowedCpus {
+        value: String,
+        source: CpuSelectionError,
+        hint: &'static str,
+    },
     #[error("{}:{line}: {problem}", path.display())]
     MappingFile {
         path: PathBuf,
@@ -119,6 +132,9 @@ fn link_costs(costs: Option<&str>, tree: &Tree) -> Result<LinkCosts, CliError> {
     })
 }
 
+/// The host name of each node: `--hosts` (checked: one per node, each a host name and
+/// named once, so it cannot add lines or fields to a rankfile or hostfile), else
+/// `localhost` or `node0`..`nodeK-1`.
 fn node_names(hosts: &[String], nodes: u32) -> Result<Vec<String>, CliError> {
     if !hosts.is_empty() {
         if hosts.len() != nodes as usize {
@@ -126,6 +142,20 @@ fn node_names(hosts: &[String], nodes: u32) -> Result<Vec<String>, CliError> {
                 "--hosts names {} hosts but --nodes is {nodes}",
                 hosts.len()
             )));
+        }
+        for (i, host) in hosts.iter().enumerate() {
+            if !rankmig::availability::is_hostname(host) {
+                return Err(CliError::Host {
+                    host: host.clone(),
+                    problem: "is not a host name (letters, digits, '-' and '.')",
+                });
+            }
+            if hosts[..i].contains(host) {
+                return Err(CliError::Host {
+                    host: host.clone(),
+                    problem: "is named twice (one host per node)",
+                });
+            }
         }
         return Ok(hosts.to_vec());
     }
@@ -140,7 +170,7 @@ fn run_map(args: &MapArgs) -> Result<(), CliError> {
     let matrix = load_matrix(&args.matrix)?;
     let tree = load_tree(&args.tree)?;
     let costs = link_costs(args.costs.as_deref(), &tree)?;
-    let allowed = args.allowed.as_deref().map(parse_index_list).transpose()?;
+    let allowed = allowed_leaves(args, &tree)?;
     let names = node_names(&args.hosts, args.tree.nodes)?;
     let graph = matrix.symmetric();
     let options = MapOptions {
@@ -184,6 +214,31 @@ fn run_map(args: &MapArgs) -> Result<(), CliError> {
     args.format.formatter().write(&report, &mut out)?;
     out.flush().map_err(OutputError::from)?;
     Ok(())
+}
+
+/// The leaves `--allowed` (OS CPU numbers, on every node) or `--allowed-leaves` (leaf
+/// indexes) leave usable; `None` when neither is given.
+fn allowed_leaves(args: &MapArgs, tree: &Tree) -> Result<Option<Vec<usize>>, CliError> {
+    let list = |option: &'static str, value: &str| {
+        parse_index_list(value).map_err(|source| CliError::IndexList { option, source })
+    };
+    if let Some(value) = &args.allowed {
+        let cpus = list("--allowed", value)?;
+        let leaves = leaves_on_cpus(tree, &cpus).map_err(|source| CliError::AllowedCpus {
+            value: value.clone(),
+            hint: match source {
+                CpuSelectionError::NoCpuNumbers => " (use --allowed-leaves)",
+                CpuSelectionError::PartOfLeaf { .. } => " (--leaves pu)",
+                CpuSelectionError::UnknownCpu { .. } => "",
+            },
+            source,
+        })?;
+        return Ok(Some(leaves));
+    }
+    args.allowed_leaves
+        .as_deref()
+        .map(|value| list("--allowed-leaves", value))
+        .transpose()
 }
 
 fn run_cost(args: &CostArgs) -> Result<(), CliError> {

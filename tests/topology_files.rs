@@ -82,7 +82,11 @@ fn hybrid_cores_give_uneven_pu_leaves() {
 #[test]
 fn leaves_carry_os_indexes_of_their_first_pu() {
     let tree = load("32em64t-2n8c2t-pci-noio.xml", LeafKind::Core);
-    let os: Vec<u32> = tree.leaves().iter().filter_map(|l| l.os_index).collect();
+    let os: Vec<u32> = tree
+        .leaves()
+        .iter()
+        .filter_map(rankmig::topology::Leaf::os_index)
+        .collect();
     assert_eq!(os.len(), 16);
     let mut sorted = os.clone();
     sorted.sort_unstable();

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::topology::Leaf;
 use crate::treematch::metrics::Metrics;
 
-pub use json::Json;
+pub use json::{JSON_FORMAT_VERSION, Json};
 pub use rankfile::Rankfile;
 pub use slurm::Slurm;
 pub use text::Text;
@@ -38,6 +38,16 @@ pub struct MapReport {
     pub seconds: f64,
     /// The tree's levels, e.g. `Cluster:1(x4) Machine:4(x2) Package:8(x8) Core:64`.
     pub tree: String,
+}
+
+impl MapReport {
+    /// Name of cluster node `node`: its entry of `node_names`, else `node<N>`.
+    pub fn host(&self, node: u32) -> String {
+        self.node_names
+            .get(node as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("node{node}"))
+    }
 }
 
 /// A way to print a [`MapReport`].
@@ -66,11 +76,13 @@ pub enum MapFormat {
     /// `RANK LEAF` lines then `#` lines with the metrics.
     #[default]
     Text,
-    /// `{"mapping": [...], "metrics": {...}, "baselines": {...}, "seconds": ...}`.
+    /// One JSON object: `version`, `ranks` (per rank: `rank`, `leaf`, `host`, `node`,
+    /// `core`, `cpu`, `cpus`), `mapping`, `metrics`, `baselines`, `seconds`, `tree`.
     Json,
-    /// An Open MPI rankfile (`rank R=HOST slot=CORE`).
+    /// An Open MPI rankfile (`rank R=HOST slot=CORE`, CORE a logical core index).
     Rankfile,
-    /// A Slurm `--cpu-bind=map_cpu:` list (one node only).
+    /// Slurm: a `--cpu-bind=map_cpu:` list (one node) or a `SLURM_HOSTFILE` for
+    /// `--distribution=arbitrary` with per-host `map_cpu` lists (several nodes).
     Slurm,
 }
 

@@ -145,7 +145,7 @@ fn synthetic_objects(description: &str) -> Option<u64> {
 fn tree_of(topology: &Topology, leaves: LeafKind) -> Result<Tree, TopologyError> {
     let leaf_type = effective_leaf_type(topology, leaves);
     let mut next_leaf = 0u32;
-    let shape = shape_of(topology.root_object(), leaf_type, &mut next_leaf)
+    let shape = shape_of(topology.root_object(), leaf_type, None, &mut next_leaf)
         .ok_or(TopologyError::NoLeaves)?;
     Tree::from_shape(&shape)
 }
@@ -168,16 +168,30 @@ fn effective_leaf_type(topology: &Topology, leaves: LeafKind) -> ObjectType {
     }
 }
 
-fn shape_of(object: &TopologyObject, leaf_type: ObjectType, next: &mut u32) -> Option<Shape> {
+/// The shape under `object`; `core` is the logical index of the core `object` is in.
+fn shape_of(
+    object: &TopologyObject,
+    leaf_type: ObjectType,
+    core: Option<u32>,
+    next: &mut u32,
+) -> Option<Shape> {
     let kind = object.object_type();
+    let core = if kind == ObjectType::Core {
+        u32::try_from(object.logical_index()).ok()
+    } else {
+        core
+    };
     if kind == leaf_type {
+        let cpus = object.cpuset().map_or_else(Vec::new, |set| {
+            set.iter_set()
+                .filter_map(|i| u32::try_from(usize::from(i)).ok())
+                .collect()
+        });
         let leaf = Leaf {
             node: 0,
             logical_index: *next,
-            os_index: object
-                .cpuset()
-                .and_then(|set| set.first_set())
-                .map(|i| usize::from(i) as u32),
+            core,
+            cpus,
         };
         *next += 1;
         return Some(Shape::leaf(&kind.to_string(), leaf));
@@ -187,10 +201,10 @@ fn shape_of(object: &TopologyObject, leaf_type: ObjectType, next: &mut u32) -> O
         if child.object_type().is_cpu_cache() {
             // Splice the cache's children in its place.
             for grandchild in flatten_caches(child) {
-                children.extend(shape_of(grandchild, leaf_type, next));
+                children.extend(shape_of(grandchild, leaf_type, core, next));
             }
         } else {
-            children.extend(shape_of(child, leaf_type, next));
+            children.extend(shape_of(child, leaf_type, core, next));
         }
     }
     (!children.is_empty()).then(|| Shape::inner(&kind.to_string(), children))
