@@ -14,9 +14,8 @@ use rankmig::treematch::metrics::{LinkCosts, Metrics, evaluate};
 use rankmig::treematch::{MapError, MapOptions, baselines, map};
 
 use rankmig::availability::{Availability, AvailabilityError};
-use rankmig::output::plan::{
-    SimulationStep, placement_rankfile, plan_text, simulation_csv, simulation_text,
-};
+use rankmig::output::plan::{SimulationStep, placement_rankfile, plan_text, simulation_text};
+use rankmig::output::simulation_csv;
 use rankmig::planner::{Placement, PlacementError, PlanError, PlanOptions};
 
 use crate::cli::{
@@ -424,7 +423,7 @@ fn run_simulate(args: &SimulateArgs) -> Result<(), CliError> {
     }
     match args.format {
         SimulateFormat::Text => print!("{}", simulation_text(&steps)),
-        SimulateFormat::Csv => print!("{}", simulation_csv(&steps)),
+        SimulateFormat::Csv => print!("{}", simulation_csv(&steps).map_err(OutputError::from)?),
         SimulateFormat::Json => println!("{}", serde_json::to_string_pretty(&steps)?),
     }
     Ok(())

@@ -1,8 +1,10 @@
-//! Output formats of `rankmig map`: one file per format behind the [`MapFormatter`] trait.
+//! Output formats of `rankmig map`: one file per format behind the [`MapFormatter`] trait;
+//! the renderings of plans and simulations ([`plan`], [`simulation_csv()`]).
 
 mod json;
 pub mod plan;
 mod rankfile;
+mod simulation_csv;
 mod slurm;
 mod text;
 
@@ -16,6 +18,7 @@ use crate::treematch::metrics::Metrics;
 
 pub use json::{JSON_FORMAT_VERSION, Json};
 pub use rankfile::Rankfile;
+pub use simulation_csv::simulation_csv;
 pub use slurm::Slurm;
 pub use text::Text;
 
@@ -65,6 +68,9 @@ pub enum OutputError {
     /// JSON encoding failed.
     #[error("cannot encode JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// CSV encoding failed.
+    #[error("cannot write CSV: {0}")]
+    Csv(#[from] csv::Error),
     /// The format does not fit this mapping.
     #[error("{0}")]
     Unsupported(String),

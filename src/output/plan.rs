@@ -1,4 +1,5 @@
-//! Text, CSV and JSON renderings of plans, placements and simulations.
+//! Text renderings of plans, placements and simulations (their CSV is in
+//! [`super::simulation_csv`]).
 
 use std::fmt::Write as _;
 
@@ -64,7 +65,7 @@ pub struct SimulationStep {
 }
 
 /// Ranks beyond the cores of each node after the step (0 when none).
-fn oversubscription(plan: &Plan) -> usize {
+pub(super) fn oversubscription(plan: &Plan) -> usize {
     plan.nodes
         .values()
         .filter(|l| l.cores > 0)
@@ -101,28 +102,6 @@ pub fn simulation_text(steps: &[SimulationStep]) -> String {
             s.seconds * 1e3
         );
         let _ = writeln!(out, "     loads: {}", node_summary(&s.plan));
-    }
-    out
-}
-
-/// CSV: one row per step.
-pub fn simulation_csv(steps: &[SimulationStep]) -> String {
-    let mut out = String::from(
-        "step,availability,moves,minimum_moves,oversubscribed_ranks,hop_bytes_before,hop_bytes_after,seconds,loads\n",
-    );
-    for (i, s) in steps.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "{i},{},{},{},{},{},{},{:.6},{}",
-            s.availability,
-            s.plan.moves.len(),
-            s.plan.minimum_moves,
-            oversubscription(&s.plan),
-            format_volume(s.plan.hop_bytes_before),
-            format_volume(s.plan.hop_bytes_after),
-            s.seconds,
-            node_summary(&s.plan)
-        );
     }
     out
 }
