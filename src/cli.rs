@@ -182,7 +182,8 @@ fn parse_topology(s: &str) -> Result<TopologySpec, String> {
 #[derive(Debug, Args)]
 pub struct NodeArgs {
     /// Topology of one node (all nodes alike): `live`, `xml:FILE` or `synthetic:STRING`.
-    /// Cores of the placement and of `cpus=` lists are leaf indexes of this tree.
+    /// Cores of the placement and of `cpus=` lists are leaf indexes of this tree
+    /// (depth-first, as hwloc's logical indexes), not OS CPU numbers.
     #[arg(long, value_parser = parse_topology, default_value = "live")]
     pub node_topology: TopologySpec,
     /// What the node's leaves are: `core` or `pu`.
@@ -208,7 +209,9 @@ pub struct PlaceArgs {
     pub matrix: MatrixArgs,
     #[command(flatten)]
     pub nodes: NodeArgs,
-    /// Output: `text` (RANK NODE CORE lines), `rankfile` (Open MPI) or `json`.
+    /// Output: `text` (RANK NODE CORE lines, CORE a leaf index of the node tree),
+    /// `rankfile` (Open MPI: slot= the hwloc logical index of the core, also with
+    /// --leaves pu) or `json`.
     #[arg(long, short = 'f', value_enum, default_value_t = PlaceFormat::Text)]
     pub format: PlaceFormat,
 }

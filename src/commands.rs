@@ -14,7 +14,7 @@ use rankmig::treematch::metrics::{LinkCosts, Metrics, evaluate};
 use rankmig::treematch::{MapError, MapOptions, baselines, map};
 
 use rankmig::availability::{Availability, AvailabilityError};
-use rankmig::output::plan::{SimulationStep, placement_rankfile, plan_text, simulation_text};
+use rankmig::output::plan::{SimulationStep, placement_rankfile_on, plan_text, simulation_text};
 use rankmig::output::simulation_csv;
 use rankmig::planner::{Placement, PlacementError, PlanError, PlanOptions};
 
@@ -372,7 +372,7 @@ fn run_place(args: &PlaceArgs) -> Result<(), CliError> {
             println!("# hop-bytes: {}", rankmig::matrix::format_volume(hb));
             println!("# placement time: {:.3} ms", seconds * 1e3);
         }
-        PlaceFormat::Rankfile => print!("{}", placement_rankfile(&placement)),
+        PlaceFormat::Rankfile => print!("{}", placement_rankfile_on(&placement, &node_tree)),
         PlaceFormat::Json => println!("{}", serde_json::to_string_pretty(&placement)?),
     }
     Ok(())

@@ -29,9 +29,15 @@ fn rankmig(args: &[&str]) -> Output {
     out
 }
 
+/// One mpirun at a time: concurrent ones on this small machine can stall.
+static MPIRUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `mpirun --rankfile FILE -np N [extra] true`, allowed to run as root.
 fn mpirun(rankfile: &Path, ranks: usize, extra: &[&str]) -> Output {
-    Command::new("mpirun")
+    let _one = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
+    // A stalled mpirun fails the test instead of hanging it.
+    Command::new("timeout")
+        .args(["120", "mpirun"])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .args(extra)
@@ -165,4 +171,53 @@ fn a_pu_rankfile_of_this_machine_binds_under_mpirun() {
     assert!(out.status.success(), "mpirun refused it: {stderr}");
     assert_eq!(stderr.matches("bound to").count(), 2, "{stderr}");
     assert!(!stderr.contains("not bound"), "{stderr}");
+}
+
+#[test]
+fn a_place_rankfile_with_pu_leaves_names_cores_and_runs_under_mpirun() {
+    let xml = data("topologies/32em64t-2n8c2t-pci-noio.xml");
+    let dir = tempfile::tempdir().unwrap();
+    // The PU leaves 16-31 of this machine: both threads of cores 8-15.
+    let availability = dir.path().join("here.avail");
+    std::fs::write(&availability, "localhost 16 cpus=16-31\n").unwrap();
+    let place = |format: &str| {
+        let out = rankmig(&[
+            "place",
+            "--availability",
+            availability.to_str().unwrap(),
+            "--matrix",
+            data("matrices/lu.W.16.mat").to_str().unwrap(),
+            "--node-topology",
+            &format!("xml:{}", xml.display()),
+            "--leaves",
+            "pu",
+            "--format",
+            format,
+        ]);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // RANK NODE LEAF lines; on this machine PU leaf l is a thread of core l / 2.
+    let leaves: Vec<u32> = place("text")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(leaves.len(), 16);
+    assert!(leaves.iter().all(|&l| l >= 16), "{leaves:?}");
+    let rankfile = place("rankfile");
+    let slots = slots(&rankfile);
+    let cores: Vec<u32> = leaves.iter().map(|l| l / 2).collect();
+    assert_eq!(slots, cores, "{rankfile}");
+    let path = dir.path().join("rankfile");
+    std::fs::write(&path, &rankfile).unwrap();
+    let out = mpirun(
+        &path,
+        16,
+        &["--mca", "hwloc_base_topo_file", xml.to_str().unwrap()],
+    );
+    assert!(
+        out.status.success(),
+        "mpirun refused it: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

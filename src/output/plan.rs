@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::matrix::format_volume;
 use crate::planner::{Placement, Plan};
+use crate::topology::Tree;
 
 /// `RANK FROM_NODE FROM_CORE -> TO_NODE TO_CORE` per move, then `#` summary lines.
 pub fn plan_text(plan: &Plan, seconds: f64) -> String {
@@ -44,11 +45,30 @@ pub fn node_summary(plan: &Plan) -> String {
         .join(" ")
 }
 
-/// A placement as an Open MPI rankfile.
+/// A placement as an Open MPI rankfile: `slot=` is the placement's core (the leaf
+/// index in the node tree), right when the leaves are cores.
 pub fn placement_rankfile(placement: &Placement) -> String {
+    rankfile_lines(placement, |leaf| leaf)
+}
+
+/// A placement as an Open MPI rankfile whose `slot=` is the hwloc logical index of the
+/// core of each rank's leaf of `node_tree`, as Open MPI 4.1 reads slots: with hardware
+/// threads as leaves, the core that holds the thread. A leaf without a core (a tree not
+/// read from hwloc) keeps its index.
+pub fn placement_rankfile_on(placement: &Placement, node_tree: &Tree) -> String {
+    let leaves = node_tree.leaves();
+    rankfile_lines(placement, |leaf| {
+        leaves
+            .get(leaf)
+            .and_then(|l| l.core)
+            .map_or(leaf, |core| core as usize)
+    })
+}
+
+fn rankfile_lines(placement: &Placement, slot: impl Fn(usize) -> usize) -> String {
     let mut out = String::new();
     for (rank, l) in placement.locations().iter().enumerate() {
-        let _ = writeln!(out, "rank {rank}={} slot={}", l.node, l.core);
+        let _ = writeln!(out, "rank {rank}={} slot={}", l.node, slot(l.core));
     }
     out
 }
