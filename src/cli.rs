@@ -11,8 +11,11 @@ use rankmig::planner::Step2;
 use rankmig::topology::{LeafKind, TopologySpec};
 
 /// Move MPI ranks between nodes, placed by TreeMatch over the hwloc tree.
+///
+/// The examples in the help of each command use files of the rankmig repository: run
+/// them from its root directory.
 #[derive(Debug, Parser)]
-#[command(name = "rankmig", version, about, long_about = None)]
+#[command(name = "rankmig", version, about)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -24,27 +27,27 @@ pub struct Cli {
 pub enum Command {
     /// Map the ranks of a communication matrix onto a topology with TreeMatch.
     ///
-    /// Example: rankmig map --matrix lu.W.16.mat --topology xml:node.xml --nodes 4
+    /// Example: rankmig map --matrix tests/data/matrices/lu.W.16.mat --topology xml:tests/data/topologies/32em64t-2n8c2t-pci-noio.xml --nodes 4
     Map(MapArgs),
     /// Evaluate any mapping (e.g. another tool's output) on a matrix and topology.
     ///
-    /// Example: rankmig cost --matrix cg.W.64.mat --topology synthetic:"pack:2 core:8" --nodes 4 --mapping scotch.map
+    /// Example: rankmig cost --matrix tests/data/matrices/himeno.M.2x2x4.16.mat --topology tleaf:tests/scotch/2x8.tgt --mapping tests/scotch/grid4x4-on-2x8.map
     Cost(CostArgs),
     /// Initial placement of a job (N = matrix order ranks) over the offered cores.
     ///
-    /// Example: rankmig place --availability av.txt --matrix cg.W.64.mat --node-topology synthetic:"pack:2 core:8 pu:1"
+    /// Example: rankmig place --availability tests/data/scenario/step0.avail --matrix tests/data/matrices/cg.W.64.mat --node-topology synthetic:"pack:2 core:8 pu:1"
     Place(PlaceArgs),
     /// Plan a reconfiguration: which ranks leave, where they land (the paper's two steps).
     ///
-    /// Example: rankmig plan --availability step1.avail --placement initial_placement.txt --matrix cg.W.64.mat --node-topology synthetic:"pack:2 core:8 pu:1"
+    /// Example: rankmig plan --availability tests/data/scenario/step1.avail --placement tests/data/scenario/initial_placement.txt --matrix tests/data/matrices/cg.W.64.mat --node-topology synthetic:"pack:2 core:8 pu:1"
     Plan(PlanArgs),
     /// Replay availability files one after the other, carrying the placement forward.
     ///
-    /// Example: rankmig simulate --matrix cg.W.64.mat --placement initial_placement.txt --node-topology synthetic:"pack:2 core:8 pu:1" step1.avail step2.avail
+    /// Example: rankmig simulate --matrix tests/data/matrices/cg.W.64.mat --placement tests/data/scenario/initial_placement.txt --node-topology synthetic:"pack:2 core:8 pu:1" tests/data/scenario/step1.avail tests/data/scenario/step2.avail
     Simulate(SimulateArgs),
     /// Run an MPI program that may migrate: initial placement, mpirun, records.
     ///
-    /// Example: rankmig run -n 8 --availability av -- target/release/examples/jacobi --size 256 --iters 6000
+    /// Example (after cargo build --release --example jacobi): rankmig run -n 8 --availability availability/4x8.avail -- target/release/examples/jacobi --size 256 --iters 600
     Run(RunArgs),
     /// Summarise a run directory: a table per reconfiguration and an SVG chart.
     ///
@@ -52,12 +55,12 @@ pub enum Command {
     /// scheduling, migration stacked, log scale), the reconfigurations, and the nodes in
     /// use (right-hand axis). Fails if RUN_DIR does not exist or holds no run record.
     ///
-    /// Example: rankmig report rankmig-run
+    /// Example (after the run example): rankmig report rankmig-run
     Report(ReportArgs),
     /// List the checkpoint epochs of a directory: complete or not, per-rank sizes and
     /// checksums. With --verify, recompute every checksum and exit 1 on corruption.
     ///
-    /// Example: rankmig inspect rankmig-ckpt --verify
+    /// Example (after the run example): rankmig inspect rankmig-run/ckpt --verify
     Inspect(InspectArgs),
     /// Run COMMAND as if on host HOST of an emulated cluster: in a new UTS namespace
     /// named HOST. Open MPI calls it as its rsh agent under `run --emulated-cluster`.
@@ -66,7 +69,7 @@ pub enum Command {
     EmulatedHost(EmulatedHostArgs),
     /// Print the levels, arities and leaf count of a topology.
     ///
-    /// Example: rankmig topology --topology xml:node.xml --nodes 4
+    /// Example: rankmig topology --topology xml:tests/data/topologies/32em64t-2n8c2t-pci-noio.xml --nodes 4
     Topology(TopologyArgs),
 }
 
@@ -93,7 +96,7 @@ pub struct TreeArgs {
 pub struct MatrixArgs {
     /// The communication matrix: a TreeMatch text file (N lines of N numbers), an edge
     /// list (`SRC DST BYTES` lines) or a directory of Open MPI monitoring dumps
-    /// (`NAME.RANK.prof`). Example: --matrix ../data/matrices/lu.W.16.mat
+    /// (`NAME.RANK.prof`). Example: --matrix tests/data/matrices/lu.W.16.mat
     #[arg(long, short = 'm')]
     pub matrix: PathBuf,
     /// Format of --matrix (auto: directory = prof, 3-field lines = edges, else dense).
@@ -112,23 +115,36 @@ pub struct MapArgs {
     /// Example: --oversubscribe 2
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub oversubscribe: u32,
-    /// Only these leaves may be used (depth-first leaf indexes over the whole tree).
-    /// Example: --allowed 0-7,16-23
-    #[arg(long)]
+    /// Only these CPUs may be used: OS CPU numbers, as `taskset -c`, Slurm and
+    /// `Cpus_allowed_list` in /proc/PID/status number them, the same on every node. With
+    /// `--leaves core` a core is used when all of its hardware threads are listed (a list
+    /// naming only some of a core's threads is refused). Example: --allowed 0-7,16-23
+    #[arg(long, value_name = "CPUS")]
     pub allowed: Option<String>,
+    /// Only these leaves may be used: depth-first leaf indexes over the whole tree, as
+    /// the text output and `rankmig cost --mapping` number them (for trees without OS
+    /// CPU numbers, such as tleaf targets). Example: --allowed-leaves 0-7,16-23
+    #[arg(long, value_name = "LEAVES", conflicts_with = "allowed")]
+    pub allowed_leaves: Option<String>,
     /// Link cost per tree level, top level first, for the sum-com metric; one value per
     /// level below the root. Default: powers of ten (e.g. 100,10,1 for node/package/core).
     #[arg(long)]
     pub costs: Option<String>,
-    /// Host names of the nodes, for the rankfile. Default: localhost for one node,
-    /// node0..nodeK-1 for a cluster. Example: --hosts n01,n02,n03,n04
+    /// Host names of the nodes, for the rankfile, Slurm and JSON outputs: one per node,
+    /// each named once, letters, digits, '-' and '.' only. Default: localhost for one
+    /// node, node0..nodeK-1 for a cluster. Example: --hosts n01,n02,n03,n04
     #[arg(long, value_delimiter = ',')]
     pub hosts: Vec<String>,
     /// Seed of the random baseline.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Output: `text` (RANK LEAF lines and # metrics), `json`, `rankfile` (Open MPI) or
-    /// `slurm` (a --cpu-bind=map_cpu: list, one node).
+    /// Output: `text` (RANK LEAF lines, LEAF a depth-first leaf index over the whole tree,
+    /// then # metrics); `json` (version 1: per rank its leaf, host, node index, core
+    /// (hwloc logical index in the node) and OS CPU numbers, plus the metrics);
+    /// `rankfile` (Open MPI: `rank R=HOST slot=CORE`, CORE the hwloc logical core index
+    /// in the host, also with --leaves pu); `slurm` (OS CPU numbers: a
+    /// --cpu-bind=map_cpu: list for one node; for several, a SLURM_HOSTFILE for
+    /// --distribution=arbitrary with each host's map_cpu list in # comments).
     #[arg(long, short = 'f', value_enum, default_value_t = MapFormat::Text)]
     pub format: MapFormat,
 }
@@ -166,7 +182,8 @@ fn parse_topology(s: &str) -> Result<TopologySpec, String> {
 #[derive(Debug, Args)]
 pub struct NodeArgs {
     /// Topology of one node (all nodes alike): `live`, `xml:FILE` or `synthetic:STRING`.
-    /// Cores of the placement and of `cpus=` lists are leaf indexes of this tree.
+    /// Cores of the placement and of `cpus=` lists are leaf indexes of this tree
+    /// (depth-first, as hwloc's logical indexes), not OS CPU numbers.
     #[arg(long, value_parser = parse_topology, default_value = "live")]
     pub node_topology: TopologySpec,
     /// What the node's leaves are: `core` or `pu`.
@@ -192,7 +209,9 @@ pub struct PlaceArgs {
     pub matrix: MatrixArgs,
     #[command(flatten)]
     pub nodes: NodeArgs,
-    /// Output: `text` (RANK NODE CORE lines), `rankfile` (Open MPI) or `json`.
+    /// Output: `text` (RANK NODE CORE lines, CORE a leaf index of the node tree),
+    /// `rankfile` (Open MPI: slot= the hwloc logical index of the core, also with
+    /// --leaves pu) or `json`.
     #[arg(long, short = 'f', value_enum, default_value_t = PlaceFormat::Text)]
     pub format: PlaceFormat,
 }

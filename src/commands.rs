@@ -7,14 +7,15 @@ use std::time::Instant;
 
 use rankmig::matrix::{CommMatrix, MatrixError};
 use rankmig::output::{MapReport, OutputError};
-use rankmig::topology::{IndexListError, TopologyError, Tree, parse_index_list};
+use rankmig::topology::{
+    CpuSelectionError, IndexListError, TopologyError, Tree, leaves_on_cpus, parse_index_list,
+};
 use rankmig::treematch::metrics::{LinkCosts, Metrics, evaluate};
 use rankmig::treematch::{MapError, MapOptions, baselines, map};
 
 use rankmig::availability::{Availability, AvailabilityError};
-use rankmig::output::plan::{
-    SimulationStep, placement_rankfile, plan_text, simulation_csv, simulation_text,
-};
+use rankmig::output::plan::{SimulationStep, placement_rankfile_on, plan_text, simulation_text};
+use rankmig::output::simulation_csv;
 use rankmig::planner::{Placement, PlacementError, PlanError, PlanOptions};
 
 use crate::cli::{
@@ -35,8 +36,19 @@ pub enum CliError {
     Map(#[from] MapError),
     #[error(transparent)]
     Output(#[from] OutputError),
-    #[error("--allowed: {0}")]
-    Allowed(#[from] IndexListError),
+    #[error("--hosts: {host:?} {problem}")]
+    Host { host: String, problem: &'static str },
+    #[error("{option}: {source}")]
+    IndexList {
+        option: &'static str,
+        source: IndexListError,
+    },
+    #[error("--allowed {value}: {source}{hint}")]
+    AllowedCpus {
+        value: String,
+        source: CpuSelectionError,
+        hint: &'static str,
+    },
     #[error("{}:{line}: {problem}", path.display())]
     MappingFile {
         path: PathBuf,
@@ -128,6 +140,9 @@ fn link_costs(costs: Option<&str>, tree: &Tree) -> Result<LinkCosts, CliError> {
     })
 }
 
+/// The host name of each node: `--hosts` (checked: one per node, each a host name and
+/// named once, so it cannot add lines or fields to a rankfile or hostfile), else
+/// `localhost` or `node0`..`nodeK-1`.
 fn node_names(hosts: &[String], nodes: u32) -> Result<Vec<String>, CliError> {
     if !hosts.is_empty() {
         if hosts.len() != nodes as usize {
@@ -135,6 +150,20 @@ fn node_names(hosts: &[String], nodes: u32) -> Result<Vec<String>, CliError> {
                 "--hosts names {} hosts but --nodes is {nodes}",
                 hosts.len()
             )));
+        }
+        for (i, host) in hosts.iter().enumerate() {
+            if !rankmig::availability::is_hostname(host) {
+                return Err(CliError::Host {
+                    host: host.clone(),
+                    problem: "is not a host name (letters, digits, '-' and '.')",
+                });
+            }
+            if hosts[..i].contains(host) {
+                return Err(CliError::Host {
+                    host: host.clone(),
+                    problem: "is named twice (one host per node)",
+                });
+            }
         }
         return Ok(hosts.to_vec());
     }
@@ -149,7 +178,7 @@ fn run_map(args: &MapArgs) -> Result<(), CliError> {
     let matrix = load_matrix(&args.matrix)?;
     let tree = load_tree(&args.tree)?;
     let costs = link_costs(args.costs.as_deref(), &tree)?;
-    let allowed = args.allowed.as_deref().map(parse_index_list).transpose()?;
+    let allowed = allowed_leaves(args, &tree)?;
     let names = node_names(&args.hosts, args.tree.nodes)?;
     let graph = matrix.symmetric();
     let options = MapOptions {
@@ -193,6 +222,31 @@ fn run_map(args: &MapArgs) -> Result<(), CliError> {
     args.format.formatter().write(&report, &mut out)?;
     out.flush().map_err(OutputError::from)?;
     Ok(())
+}
+
+/// The leaves `--allowed` (OS CPU numbers, on every node) or `--allowed-leaves` (leaf
+/// indexes) leave usable; `None` when neither is given.
+fn allowed_leaves(args: &MapArgs, tree: &Tree) -> Result<Option<Vec<usize>>, CliError> {
+    let list = |option: &'static str, value: &str| {
+        parse_index_list(value).map_err(|source| CliError::IndexList { option, source })
+    };
+    if let Some(value) = &args.allowed {
+        let cpus = list("--allowed", value)?;
+        let leaves = leaves_on_cpus(tree, &cpus).map_err(|source| CliError::AllowedCpus {
+            value: value.clone(),
+            hint: match source {
+                CpuSelectionError::NoCpuNumbers => " (use --allowed-leaves)",
+                CpuSelectionError::PartOfLeaf { .. } => " (--leaves pu)",
+                CpuSelectionError::UnknownCpu { .. } => "",
+            },
+            source,
+        })?;
+        return Ok(Some(leaves));
+    }
+    args.allowed_leaves
+        .as_deref()
+        .map(|value| list("--allowed-leaves", value))
+        .transpose()
 }
 
 fn run_cost(args: &CostArgs) -> Result<(), CliError> {
@@ -327,7 +381,7 @@ fn run_place(args: &PlaceArgs) -> Result<(), CliError> {
             println!("# hop-bytes: {}", rankmig::matrix::format_volume(hb));
             println!("# placement time: {:.3} ms", seconds * 1e3);
         }
-        PlaceFormat::Rankfile => print!("{}", placement_rankfile(&placement)),
+        PlaceFormat::Rankfile => print!("{}", placement_rankfile_on(&placement, &node_tree)),
         PlaceFormat::Json => println!("{}", serde_json::to_string_pretty(&placement)?),
     }
     Ok(())
@@ -378,7 +432,7 @@ fn run_simulate(args: &SimulateArgs) -> Result<(), CliError> {
     }
     match args.format {
         SimulateFormat::Text => print!("{}", simulation_text(&steps)),
-        SimulateFormat::Csv => print!("{}", simulation_csv(&steps)),
+        SimulateFormat::Csv => print!("{}", simulation_csv(&steps).map_err(OutputError::from)?),
         SimulateFormat::Json => println!("{}", serde_json::to_string_pretty(&steps)?),
     }
     Ok(())

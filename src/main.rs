@@ -6,11 +6,22 @@ mod commands;
 use clap::Parser;
 
 fn main() {
+    ask_hwloc_for_reasons();
     init_logger();
     let args = cli::Cli::parse();
     if let Err(err) = commands::run(args) {
         eprintln!("rankmig: error: {err}");
         std::process::exit(err.exit_code());
+    }
+}
+
+/// hwloc says why it refuses a synthetic topology only when `HWLOC_SYNTHETIC_VERBOSE` is
+/// set; the library repeats a refused parse to put that reason in its error. Set here,
+/// before any thread exists, unless the user chose a value.
+fn ask_hwloc_for_reasons() {
+    if std::env::var_os("HWLOC_SYNTHETIC_VERBOSE").is_none() {
+        // SAFETY: first statement of main, no other thread reads the environment yet.
+        unsafe { std::env::set_var("HWLOC_SYNTHETIC_VERBOSE", "1") };
     }
 }
 

@@ -120,18 +120,181 @@ fn json_rankfile_and_slurm_formats() {
     let text = String::from_utf8(out.stdout).unwrap();
     let list = text.trim().strip_prefix("--cpu-bind=map_cpu:").unwrap();
     assert_eq!(list.split(',').count(), 16);
+}
+
+/// `map` of lu.W.16 on `topology` with `extra` options, in `format`; must succeed.
+fn map_lu16(topology: &str, extra: &[&str], format: &str) -> Vec<u8> {
+    let m = data("matrices/lu.W.16.mat");
+    let mut args = vec!["map", "--matrix", &m, "-t", topology, "--format", format];
+    args.extend_from_slice(extra);
+    let out = rankmig(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn json_gives_each_ranks_host_core_and_os_cpus() {
+    let skylake = format!("xml:{}", data("topologies/Intel-Skylake-2xXeon6140.xml"));
+    let extra = ["--nodes", "2", "--hosts", "n1,n2", "--allowed", "0-7,36-43"];
+    let v: serde_json::Value = serde_json::from_slice(&map_lu16(&skylake, &extra, "json")).unwrap();
+    assert_eq!(v["version"], 1);
+    let ranks = v["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 16);
+    for (i, r) in ranks.iter().enumerate() {
+        assert_eq!(r["rank"], i);
+        assert_eq!(r["leaf"], v["mapping"][i]);
+        let node = r["node"].as_u64().unwrap();
+        assert_eq!(r["host"], ["n1", "n2"][node as usize]);
+        // 36 cores per node; core c of package 0 has CPUs 2c and 2c+36, core 18+k of
+        // package 1 has CPUs 2k+1 and 2k+37.
+        let leaf = r["leaf"].as_u64().unwrap();
+        let core = r["core"].as_u64().unwrap();
+        assert_eq!(core, leaf - 36 * node);
+        let first = if core < 18 {
+            2 * core
+        } else {
+            2 * (core - 18) + 1
+        };
+        assert_eq!(r["cpu"], first);
+        assert_eq!(r["cpus"], serde_json::json!([first, first + 36]));
+    }
+}
+
+#[test]
+fn slurm_for_several_nodes_is_a_hostfile_with_per_host_cpu_lists() {
+    let topology = "synthetic:pack:1 core:4 pu:1";
+    let extra = ["--nodes", "4", "--hosts", "a,b,c,d"];
+    let v: serde_json::Value = serde_json::from_slice(&map_lu16(topology, &extra, "json")).unwrap();
+    let text = String::from_utf8(map_lu16(topology, &extra, "slurm")).unwrap();
+    let hosts: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let ranks = v["ranks"].as_array().unwrap();
+    assert_eq!(hosts.len(), 16, "{text}");
+    for (host, r) in hosts.iter().zip(ranks) {
+        assert_eq!(r["host"], *host);
+    }
+    for host in ["a", "b", "c", "d"] {
+        let cpus: Vec<String> = ranks
+            .iter()
+            .filter(|r| r["host"] == host)
+            .map(|r| r["cpu"].to_string())
+            .collect();
+        let line = format!("#   {host} map_cpu:{}", cpus.join(","));
+        assert!(text.lines().any(|l| l == line), "'{line}' not in\n{text}");
+    }
+    assert!(text.contains("--distribution=arbitrary"), "{text}");
+}
+
+#[test]
+fn hosts_that_could_inject_lines_are_refused() {
+    let m = data("matrices/lu.W.16.mat");
+    let t = "synthetic:pack:1 core:8 pu:1";
+    let map = |hosts: &str| {
+        rankmig(&[
+            "map", "--matrix", &m, "-t", t, "--nodes", "2", "--hosts", hosts, "--format",
+            "rankfile",
+        ])
+    };
+    assert_clean_error(
+        &map("a\nrank 0=b slot=0,b"),
+        &["--hosts", "a\\nrank 0=b slot=0", "not a host name"],
+    );
+    assert_clean_error(&map("a slot=3,b"), &["--hosts", "a slot=3"]);
+    assert_clean_error(&map("a=b,b"), &["--hosts", "a=b"]);
+    assert_clean_error(&map("a,a"), &["--hosts", "named twice"]);
+    assert!(map("n-1.example,n2").status.success());
+}
+
+#[test]
+fn allowed_takes_os_cpu_numbers_on_a_machine_numbered_across_sockets() {
+    // Skylake 2 x 18 cores: package 0 holds the even CPUs 0-34 (threads 36-70), package
+    // 1 the odd ones. CPUs 0-7 and their threads 36-43 are cores 0-3 of each package.
+    let skylake = format!("xml:{}", data("topologies/Intel-Skylake-2xXeon6140.xml"));
+    let m = data("matrices/lu.W.16.mat");
+    let map = |allowed: &str, leaves: &str| {
+        rankmig(&[
+            "map",
+            "--matrix",
+            &m,
+            "-t",
+            &skylake,
+            "--leaves",
+            leaves,
+            "--allowed",
+            allowed,
+            "--oversubscribe",
+            "2",
+            "--format",
+            "json",
+        ])
+    };
+    let out = map("0-7,36-43", "core");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let leaves: std::collections::BTreeSet<u64> = v["mapping"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        leaves.into_iter().collect::<Vec<_>>(),
+        vec![0, 1, 2, 3, 18, 19, 20, 21]
+    );
+    let out = map("0-7", "pu");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in v["ranks"].as_array().unwrap() {
+        assert!(r["cpu"].as_u64().unwrap() < 8, "{r}");
+    }
+    assert_clean_error(
+        &map("0-7", "core"),
+        &[
+            "--allowed 0-7",
+            "CPU 0",
+            "Core L#0 (CPUs 0,36)",
+            "--leaves pu",
+        ],
+    );
+    assert_clean_error(
+        &map("0-7,36-43,72", "core"),
+        &["--allowed 0-7,36-43,72", "CPU 72", "0-71"],
+    );
+    let tleaf = format!("tleaf:{}", scotch("2x8.tgt"));
+    let out = rankmig(&["map", "--matrix", &m, "-t", &tleaf, "--allowed", "0-7"]);
+    assert_clean_error(&out, &["no OS CPU numbers", "--allowed-leaves"]);
     let out = rankmig(&[
         "map",
         "--matrix",
         &m,
         "-t",
-        &xml_node(),
-        "--nodes",
+        &tleaf,
+        "--allowed-leaves",
+        "8-15",
+        "--oversubscribe",
         "2",
-        "--format",
-        "slurm",
     ]);
-    assert_clean_error(&out, &["one node"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let leaf: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!((8..16).contains(&leaf), "{line}");
+    }
 }
 
 #[test]
@@ -440,4 +603,13 @@ fn assert_json_mapping_of(out: &std::process::Output, ranks: usize) {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
     assert_eq!(v["mapping"].as_array().map(Vec::len), Some(ranks));
+}
+
+#[test]
+fn a_refused_synthetic_topology_gives_hwlocs_reason() {
+    let out = rankmig(&["topology", "-t", "synthetic:pack:2 core:8"]);
+    assert_clean_error(
+        &out,
+        &["pack:2 core:8", "cannot use non-PU type for last level"],
+    );
 }

@@ -11,14 +11,7 @@ use rankmig::topology::{Leaf, Shape, Tree};
 use rankmig::treematch::{MapOptions, map, metrics, refine};
 
 fn leaf() -> Shape {
-    Shape::leaf(
-        "Core",
-        Leaf {
-            node: 0,
-            logical_index: 0,
-            os_index: None,
-        },
-    )
+    Shape::leaf("Core", Leaf::default())
 }
 
 fn group(children: Vec<Shape>) -> Shape {

@@ -82,7 +82,11 @@ fn hybrid_cores_give_uneven_pu_leaves() {
 #[test]
 fn leaves_carry_os_indexes_of_their_first_pu() {
     let tree = load("32em64t-2n8c2t-pci-noio.xml", LeafKind::Core);
-    let os: Vec<u32> = tree.leaves().iter().filter_map(|l| l.os_index).collect();
+    let os: Vec<u32> = tree
+        .leaves()
+        .iter()
+        .filter_map(rankmig::topology::Leaf::os_index)
+        .collect();
     assert_eq!(os.len(), 16);
     let mut sorted = os.clone();
     sorted.sort_unstable();
@@ -119,4 +123,49 @@ fn synthetic_and_live_load() {
     );
     let live = TopologySpec::Live.load(LeafKind::Core).unwrap();
     assert!(live.leaf_count() >= 1);
+}
+
+#[test]
+fn a_die_level_is_named_die() {
+    let t = TopologySpec::Synthetic("pack:2 die:2 core:4 pu:1".into())
+        .load(LeafKind::Core)
+        .unwrap();
+    assert_eq!(
+        t.describe_levels(),
+        "Machine:1(x2) Package:2(x2) Die:4(x4) Core:16"
+    );
+}
+
+/// A copy of a real export in a temporary directory, changed by `edit`.
+fn edited_copy(dir: &std::path::Path, name: &str, edit: impl Fn(&str) -> String) -> PathBuf {
+    let real =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/topologies/16em64t-4s2c2t.xml");
+    let text = std::fs::read_to_string(real).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, edit(&text)).unwrap();
+    path
+}
+
+#[test]
+fn a_newer_xml_format_and_a_truncated_file_get_different_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let v3 = edited_copy(dir.path(), "v3.xml", |t| {
+        t.replacen(
+            "<topology version=\"2.0\">",
+            "<topology version=\"3.0\">",
+            1,
+        )
+    });
+    let err = TopologySpec::Xml(v3).load(LeafKind::Core).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("v3.xml"), "{msg}");
+    assert!(msg.contains("version 3.0"), "{msg}");
+    assert!(msg.contains("newer hwloc"), "{msg}");
+
+    let cut = edited_copy(dir.path(), "cut.xml", |t| t[..t.len() / 2].to_owned());
+    let err = TopologySpec::Xml(cut).load(LeafKind::Core).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("cut.xml"), "{msg}");
+    assert!(!msg.contains("version"), "{msg}");
+    assert!(msg.contains("truncated"), "{msg}");
 }

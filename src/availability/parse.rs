@@ -1,6 +1,6 @@
 //! The four availability forms and their detection.
 
-use crate::topology::parse_index_list;
+use crate::topology::{IndexListError, parse_index_list_unique};
 
 use super::{AvailabilityError, MAX_CORES_PER_NODE, NodeOffer};
 
@@ -146,7 +146,12 @@ impl Ctx<'_> {
         let list = field
             .strip_prefix("cpus=")
             .ok_or_else(|| self.error(line, "expected 'cpus=LIST' after the core count", field))?;
-        let cpus = parse_index_list(list).map_err(|e| self.error(line, e.to_string(), list))?;
+        let cpus = parse_index_list_unique(list).map_err(|e| match e {
+            IndexListError::Repeated { index, .. } => {
+                self.error(line, format!("the cpu list names cpu {index} twice"), list)
+            }
+            IndexListError::Malformed(_) => self.error(line, e.to_string(), list),
+        })?;
         if cpus.len() != cores {
             return Err(self.error(
                 line,
@@ -163,19 +168,26 @@ impl Ctx<'_> {
     fn hostfile_line(&self, line: usize, text: &str) -> Result<NodeOffer, AvailabilityError> {
         let mut fields = text.split_whitespace();
         let name = self.name(line, fields.next().unwrap_or(""))?;
-        let mut cores = 1;
+        let mut slots = None;
+        let mut max_slots = None;
         for field in fields {
             if let Some(v) = field.strip_prefix("slots=") {
-                cores = self.count(line, v, "slots")?;
+                let n = self.count(line, v, "slots")?;
+                if slots.replace(n).is_some() {
+                    return Err(self.error(line, "slots= is given twice", text));
+                }
             } else if let Some(v) = field.strip_prefix("max_slots=") {
-                self.count(line, v, "max_slots")?;
+                let n = self.count(line, v, "max_slots")?;
+                if max_slots.replace(n).is_some() {
+                    return Err(self.error(line, "max_slots= is given twice", text));
+                }
             } else {
                 return Err(self.error(line, "expected 'NAME slots=N [max_slots=M]'", text));
             }
         }
         Ok(NodeOffer {
             name,
-            cores,
+            cores: slots.unwrap_or(1),
             cpus: None,
             line,
         })
@@ -232,8 +244,16 @@ impl Ctx<'_> {
     }
 }
 
-/// Host-name rules: dot-separated labels of letters, digits and inner hyphens.
-fn is_hostname(name: &str) -> bool {
+/// Host-name rules: dot-separated labels of letters, digits and inner hyphens (no
+/// whitespace, `=`, `#` or other character that would change the meaning of a hostfile
+/// or rankfile line).
+///
+/// ```
+/// use rankmig::availability::is_hostname;
+/// assert!(is_hostname("n01.cluster"));
+/// assert!(!is_hostname("n01 slot=0\nrank 9=evil"));
+/// ```
+pub fn is_hostname(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 253
         && name.split('.').all(|label| {
@@ -302,6 +322,23 @@ mod tests {
         );
         assert!(e("").contains("no cores available"));
         assert!(e("n1 2 3 4\n").contains("expected 'NAME CORES [cpus=LIST]'"));
+    }
+
+    #[test]
+    fn a_repeated_cpu_or_slots_field_is_refused_not_dropped() {
+        let e = |t: &str| parse_auto(t).unwrap_err().to_string();
+        assert_eq!(
+            e("n1 2\nn2 4 cpus=0-3,2\n"),
+            "av.txt:2: the cpu list names cpu 2 twice: '0-3,2'"
+        );
+        assert_eq!(
+            e("n1 slots=2 slots=4\n"),
+            "av.txt:1: slots= is given twice: 'n1 slots=2 slots=4'"
+        );
+        assert_eq!(
+            e("n1 slots=2\nn2 max_slots=4 slots=1 max_slots=8\n"),
+            "av.txt:2: max_slots= is given twice: 'n2 max_slots=4 slots=1 max_slots=8'"
+        );
     }
 
     #[test]

@@ -2,14 +2,72 @@
 
 use std::io::Write;
 
+use serde::Serialize;
+
 use super::{MapFormatter, MapReport, OutputError};
 
-/// `{"mapping": [...], "metrics": {...}, "baselines": {...}, "seconds": ..., "tree": ...}`.
+/// Version of the JSON document written by [`Json`]; raised when a field changes meaning
+/// or disappears (adding a field keeps it).
+pub const JSON_FORMAT_VERSION: u32 = 1;
+
+/// One JSON object:
+///
+/// - `version`: [`JSON_FORMAT_VERSION`];
+/// - `ranks`: per rank, in rank order, `rank`, `leaf` (depth-first leaf index over the
+///   whole tree), `host` (the node's name), `node` (its index, 0..), `core` (hwloc
+///   logical index of the core inside the node, `null` if the tree has no cores),
+///   `cpu` (OS number of the leaf's first hardware thread, what `taskset -c` and Slurm
+///   call CPU, `null` if unknown) and `cpus` (OS numbers of all its hardware threads);
+/// - `mapping`: the leaf of each rank (as `ranks[i].leaf`);
+/// - `metrics`, `baselines` (`packed`, `round-robin`, `random`): `hop_bytes`, `sum_com`,
+///   `inter_node`;
+/// - `seconds` (mapping time) and `tree` (its levels).
 pub struct Json;
+
+#[derive(Serialize)]
+struct Document<'a> {
+    version: u32,
+    ranks: Vec<RankPlace<'a>>,
+    #[serde(flatten)]
+    report: &'a MapReport,
+}
+
+#[derive(Serialize)]
+struct RankPlace<'a> {
+    rank: usize,
+    leaf: usize,
+    host: String,
+    node: u32,
+    core: Option<u32>,
+    cpu: Option<u32>,
+    cpus: &'a [u32],
+}
 
 impl MapFormatter for Json {
     fn write(&self, report: &MapReport, out: &mut dyn Write) -> Result<(), OutputError> {
-        serde_json::to_writer_pretty(&mut *out, report)?;
+        let ranks = report
+            .mapping
+            .iter()
+            .enumerate()
+            .map(|(rank, &leaf)| {
+                let l = &report.leaves[leaf];
+                RankPlace {
+                    rank,
+                    leaf,
+                    host: report.host(l.node),
+                    node: l.node,
+                    core: l.core,
+                    cpu: l.os_index(),
+                    cpus: &l.cpus,
+                }
+            })
+            .collect();
+        let document = Document {
+            version: JSON_FORMAT_VERSION,
+            ranks,
+            report,
+        };
+        serde_json::to_writer_pretty(&mut *out, &document)?;
         writeln!(out)?;
         Ok(())
     }

@@ -1,8 +1,10 @@
-//! Output formats of `rankmig map`: one file per format behind the [`MapFormatter`] trait.
+//! Output formats of `rankmig map`: one file per format behind the [`MapFormatter`] trait;
+//! the renderings of plans and simulations ([`plan`], [`simulation_csv()`]).
 
 mod json;
 pub mod plan;
 mod rankfile;
+mod simulation_csv;
 mod slurm;
 mod text;
 
@@ -14,8 +16,9 @@ use serde::Serialize;
 use crate::topology::Leaf;
 use crate::treematch::metrics::Metrics;
 
-pub use json::Json;
+pub use json::{JSON_FORMAT_VERSION, Json};
 pub use rankfile::Rankfile;
+pub use simulation_csv::simulation_csv;
 pub use slurm::Slurm;
 pub use text::Text;
 
@@ -40,6 +43,16 @@ pub struct MapReport {
     pub tree: String,
 }
 
+impl MapReport {
+    /// Name of cluster node `node`: its entry of `node_names`, else `node<N>`.
+    pub fn host(&self, node: u32) -> String {
+        self.node_names
+            .get(node as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("node{node}"))
+    }
+}
+
 /// A way to print a [`MapReport`].
 pub trait MapFormatter {
     /// Writes the report.
@@ -55,6 +68,9 @@ pub enum OutputError {
     /// JSON encoding failed.
     #[error("cannot encode JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// CSV encoding failed.
+    #[error("cannot write CSV: {0}")]
+    Csv(#[from] csv::Error),
     /// The format does not fit this mapping.
     #[error("{0}")]
     Unsupported(String),
@@ -66,11 +82,13 @@ pub enum MapFormat {
     /// `RANK LEAF` lines then `#` lines with the metrics.
     #[default]
     Text,
-    /// `{"mapping": [...], "metrics": {...}, "baselines": {...}, "seconds": ...}`.
+    /// One JSON object: `version`, `ranks` (per rank: `rank`, `leaf`, `host`, `node`,
+    /// `core`, `cpu`, `cpus`), `mapping`, `metrics`, `baselines`, `seconds`, `tree`.
     Json,
-    /// An Open MPI rankfile (`rank R=HOST slot=CORE`).
+    /// An Open MPI rankfile (`rank R=HOST slot=CORE`, CORE a logical core index).
     Rankfile,
-    /// A Slurm `--cpu-bind=map_cpu:` list (one node only).
+    /// Slurm: a `--cpu-bind=map_cpu:` list (one node) or a `SLURM_HOSTFILE` for
+    /// `--distribution=arbitrary` with per-host `map_cpu` lists (several nodes).
     Slurm,
 }
 

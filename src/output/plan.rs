@@ -1,4 +1,5 @@
-//! Text, CSV and JSON renderings of plans, placements and simulations.
+//! Text renderings of plans, placements and simulations (their CSV is in
+//! [`super::simulation_csv`]).
 
 use std::fmt::Write as _;
 
@@ -6,6 +7,7 @@ use serde::Serialize;
 
 use crate::matrix::format_volume;
 use crate::planner::{Placement, Plan};
+use crate::topology::Tree;
 
 /// `RANK FROM_NODE FROM_CORE -> TO_NODE TO_CORE` per move, then `#` summary lines.
 pub fn plan_text(plan: &Plan, seconds: f64) -> String {
@@ -43,11 +45,30 @@ pub fn node_summary(plan: &Plan) -> String {
         .join(" ")
 }
 
-/// A placement as an Open MPI rankfile.
+/// A placement as an Open MPI rankfile: `slot=` is the placement's core (the leaf
+/// index in the node tree), right when the leaves are cores.
 pub fn placement_rankfile(placement: &Placement) -> String {
+    rankfile_lines(placement, |leaf| leaf)
+}
+
+/// A placement as an Open MPI rankfile whose `slot=` is the hwloc logical index of the
+/// core of each rank's leaf of `node_tree`, as Open MPI 4.1 reads slots: with hardware
+/// threads as leaves, the core that holds the thread. A leaf without a core (a tree not
+/// read from hwloc) keeps its index.
+pub fn placement_rankfile_on(placement: &Placement, node_tree: &Tree) -> String {
+    let leaves = node_tree.leaves();
+    rankfile_lines(placement, |leaf| {
+        leaves
+            .get(leaf)
+            .and_then(|l| l.core)
+            .map_or(leaf, |core| core as usize)
+    })
+}
+
+fn rankfile_lines(placement: &Placement, slot: impl Fn(usize) -> usize) -> String {
     let mut out = String::new();
     for (rank, l) in placement.locations().iter().enumerate() {
-        let _ = writeln!(out, "rank {rank}={} slot={}", l.node, l.core);
+        let _ = writeln!(out, "rank {rank}={} slot={}", l.node, slot(l.core));
     }
     out
 }
@@ -64,7 +85,7 @@ pub struct SimulationStep {
 }
 
 /// Ranks beyond the cores of each node after the step (0 when none).
-fn oversubscription(plan: &Plan) -> usize {
+pub(super) fn oversubscription(plan: &Plan) -> usize {
     plan.nodes
         .values()
         .filter(|l| l.cores > 0)
@@ -101,28 +122,6 @@ pub fn simulation_text(steps: &[SimulationStep]) -> String {
             s.seconds * 1e3
         );
         let _ = writeln!(out, "     loads: {}", node_summary(&s.plan));
-    }
-    out
-}
-
-/// CSV: one row per step.
-pub fn simulation_csv(steps: &[SimulationStep]) -> String {
-    let mut out = String::from(
-        "step,availability,moves,minimum_moves,oversubscribed_ranks,hop_bytes_before,hop_bytes_after,seconds,loads\n",
-    );
-    for (i, s) in steps.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "{i},{},{},{},{},{},{},{:.6},{}",
-            s.availability,
-            s.plan.moves.len(),
-            s.plan.minimum_moves,
-            oversubscription(&s.plan),
-            format_volume(s.plan.hop_bytes_before),
-            format_volume(s.plan.hop_bytes_after),
-            s.seconds,
-            node_summary(&s.plan)
-        );
     }
     out
 }

@@ -4,20 +4,19 @@ use std::io::Write;
 
 use super::{MapFormatter, MapReport, OutputError};
 
-/// One `rank R=HOST slot=S` line per rank; `S` is the leaf's logical index inside its
-/// node (Open MPI reads rankfile slots as logical indexes).
+/// One `rank R=HOST slot=C` line per rank. Open MPI 4.1 reads `slot=C` as the hwloc
+/// logical index of a core inside the host (hardware threads only with
+/// `--use-hwthread-cpus`), so `C` is the core of the rank's leaf: with `--leaves pu`,
+/// ranks on two hardware threads of one core are both bound to that core. For a tree
+/// without cores (a tleaf target), `C` is the leaf's index inside its node.
 pub struct Rankfile;
 
 impl MapFormatter for Rankfile {
     fn write(&self, report: &MapReport, out: &mut dyn Write) -> Result<(), OutputError> {
         for (rank, &leaf) in report.mapping.iter().enumerate() {
             let l = &report.leaves[leaf];
-            let host = report
-                .node_names
-                .get(l.node as usize)
-                .cloned()
-                .unwrap_or_else(|| format!("node{}", l.node));
-            writeln!(out, "rank {rank}={host} slot={}", l.logical_index)?;
+            let slot = l.core.unwrap_or(l.logical_index);
+            writeln!(out, "rank {rank}={} slot={slot}", report.host(l.node))?;
         }
         Ok(())
     }

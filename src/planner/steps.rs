@@ -129,11 +129,7 @@ pub fn select_leavers(
 }
 
 fn flat_group(size: usize) -> Shape {
-    let leaf = Leaf {
-        node: 0,
-        logical_index: 0,
-        os_index: None,
-    };
+    let leaf = Leaf::default();
     Shape::inner(
         "Virtual",
         (0..size)

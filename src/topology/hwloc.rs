@@ -7,7 +7,7 @@ use hwlocality::object::TopologyObject;
 use hwlocality::object::types::ObjectType;
 
 use super::tree::{Leaf, Shape, Tree};
-use super::{LeafKind, MAX_LEAVES, TopologyError};
+use super::{LeafKind, MAX_LEAVES, TopologyError, hwloc_stderr};
 
 /// Loads the topology of the machine this process runs on.
 pub fn live(leaves: LeafKind) -> Result<Tree, TopologyError> {
@@ -16,42 +16,108 @@ pub fn live(leaves: LeafKind) -> Result<Tree, TopologyError> {
 }
 
 /// Loads an hwloc XML file (as `lstopo file.xml` writes it).
+///
+/// A file whose `<topology version="...">` is newer than the 2.x this hwloc reads is
+/// refused with that version; another refusal gives hwloc's reason when it printed one
+/// (with `HWLOC_XML_VERBOSE=1`), or says when the file ends before `</topology>`.
 pub fn from_xml_file(path: &Path, leaves: LeafKind) -> Result<Tree, TopologyError> {
     let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
         path: path.to_owned(),
         source,
     })?;
-    let invalid = || TopologyError::InvalidXml {
-        path: path.to_owned(),
+    if let Some(version) = xml_format_version(&text) {
+        let major = version
+            .split('.')
+            .next()
+            .and_then(|m| m.parse::<u32>().ok());
+        if major.is_some_and(|m| m > MAX_XML_MAJOR) {
+            return Err(TopologyError::NewerXml {
+                path: path.to_owned(),
+                version: version.to_owned(),
+            });
+        }
+    }
+    let build = || Topology::builder().from_xml(&text).map(|b| b.build());
+    let said = match build_telling(build) {
+        Ok(topology) => return tree_of(&topology, leaves),
+        Err(said) => said,
     };
-    let topology = Topology::builder()
-        .from_xml(&text)
-        .map_err(|_| invalid())?
-        .build()
-        .map_err(|_| invalid())?;
-    tree_of(&topology, leaves)
+    // libxml2 follows its first complaint with the offending text and a caret line.
+    let problem = match said.first() {
+        Some(first) => format!("hwloc says: {first}"),
+        None if !text.trim_end().ends_with("</topology>") => {
+            "the file ends before </topology> (truncated?)".to_owned()
+        }
+        None => "not an hwloc XML export? (HWLOC_XML_VERBOSE=1 makes hwloc say why)".to_owned(),
+    };
+    Err(TopologyError::InvalidXml {
+        path: path.to_owned(),
+        problem,
+    })
+}
+
+/// Runs an hwloc topology build with its standard error captured: the topology, or
+/// what hwloc printed when it refused. What it printed about an input it accepted goes
+/// to the debug log.
+fn build_telling<E1, E2>(
+    build: impl FnOnce() -> Result<Result<Topology, E2>, E1>,
+) -> Result<Topology, Vec<String>> {
+    let (result, said) = hwloc_stderr::capture(build);
+    match result {
+        Ok(Ok(topology)) => {
+            for line in &said {
+                log::debug!("hwloc: {line}");
+            }
+            Ok(topology)
+        }
+        _ => Err(said),
+    }
+}
+
+/// Highest major version of the hwloc XML format that hwloc 2 reads.
+const MAX_XML_MAJOR: u32 = 2;
+
+/// The `version` attribute of the `<topology>` element, if the file has one.
+fn xml_format_version(text: &str) -> Option<&str> {
+    let start = text.find("<topology")?;
+    let tag = &text[start..];
+    let tag = &tag[..tag.find('>')?];
+    let value = tag.split_once("version=")?.1;
+    let quote = value.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let value = &value[1..];
+    Some(&value[..value.find(quote)?])
 }
 
 /// Builds a topology from an hwloc synthetic description such as `pack:2 core:8 pu:1`.
 ///
+/// hwloc's reason for refusing it is in the error when `HWLOC_SYNTHETIC_VERBOSE` is set
+/// (the `rankmig` binary sets it).
+///
 /// The product of the counts (`TYPE:COUNT` words) must be at most [`MAX_LEAVES`];
 /// it is checked before hwloc builds anything.
 pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, TopologyError> {
-    let invalid = || TopologyError::InvalidSynthetic {
-        description: description.to_owned(),
-    };
     if synthetic_objects(description).is_none_or(|n| n > MAX_LEAVES as u64) {
         return Err(TopologyError::TooLarge {
             what: "synthetic topology",
             value: format!("'{description}'"),
         });
     }
-    let topology = Topology::builder()
-        .from_synthetic(description)
-        .map_err(|_| invalid())?
-        .build()
-        .map_err(|_| invalid())?;
-    tree_of(&topology, leaves)
+    let build = || {
+        Topology::builder()
+            .from_synthetic(description)
+            .map(|b| b.build())
+    };
+    match build_telling(build) {
+        Ok(topology) => tree_of(&topology, leaves),
+        Err(said) => Err(TopologyError::InvalidSynthetic {
+            description: description.to_owned(),
+            reason: if said.is_empty() {
+                "no reason given; HWLOC_SYNTHETIC_VERBOSE=1 makes hwloc say why".to_owned()
+            } else {
+                said.join(" / ")
+            },
+        }),
+    }
 }
 
 /// Number of objects at the bottom level of a synthetic description: the product of
@@ -79,7 +145,7 @@ fn synthetic_objects(description: &str) -> Option<u64> {
 fn tree_of(topology: &Topology, leaves: LeafKind) -> Result<Tree, TopologyError> {
     let leaf_type = effective_leaf_type(topology, leaves);
     let mut next_leaf = 0u32;
-    let shape = shape_of(topology.root_object(), leaf_type, &mut next_leaf)
+    let shape = shape_of(topology.root_object(), leaf_type, None, &mut next_leaf)
         .ok_or(TopologyError::NoLeaves)?;
     Tree::from_shape(&shape)
 }
@@ -102,16 +168,30 @@ fn effective_leaf_type(topology: &Topology, leaves: LeafKind) -> ObjectType {
     }
 }
 
-fn shape_of(object: &TopologyObject, leaf_type: ObjectType, next: &mut u32) -> Option<Shape> {
+/// The shape under `object`; `core` is the logical index of the core `object` is in.
+fn shape_of(
+    object: &TopologyObject,
+    leaf_type: ObjectType,
+    core: Option<u32>,
+    next: &mut u32,
+) -> Option<Shape> {
     let kind = object.object_type();
+    let core = if kind == ObjectType::Core {
+        u32::try_from(object.logical_index()).ok()
+    } else {
+        core
+    };
     if kind == leaf_type {
+        let cpus = object.cpuset().map_or_else(Vec::new, |set| {
+            set.iter_set()
+                .filter_map(|i| u32::try_from(usize::from(i)).ok())
+                .collect()
+        });
         let leaf = Leaf {
             node: 0,
             logical_index: *next,
-            os_index: object
-                .cpuset()
-                .and_then(|set| set.first_set())
-                .map(|i| usize::from(i) as u32),
+            core,
+            cpus,
         };
         *next += 1;
         return Some(Shape::leaf(&kind.to_string(), leaf));
@@ -121,10 +201,10 @@ fn shape_of(object: &TopologyObject, leaf_type: ObjectType, next: &mut u32) -> O
         if child.object_type().is_cpu_cache() {
             // Splice the cache's children in its place.
             for grandchild in flatten_caches(child) {
-                children.extend(shape_of(grandchild, leaf_type, next));
+                children.extend(shape_of(grandchild, leaf_type, core, next));
             }
         } else {
-            children.extend(shape_of(child, leaf_type, next));
+            children.extend(shape_of(child, leaf_type, core, next));
         }
     }
     (!children.is_empty()).then(|| Shape::inner(&kind.to_string(), children))

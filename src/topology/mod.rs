@@ -12,11 +12,14 @@
 //! ```
 
 mod hwloc;
+mod hwloc_stderr;
+mod os_cpus;
 mod tree;
 
 use std::path::PathBuf;
 use std::str::FromStr;
 
+pub use os_cpus::{CpuSelectionError, leaves_on_cpus};
 pub use tree::{Leaf, Shape, Tree};
 
 /// What the leaves of a tree are.
@@ -100,16 +103,34 @@ pub enum TopologyError {
         source: std::io::Error,
     },
     /// hwloc refused the XML file.
-    #[error("{}: hwloc refused this XML topology (not an hwloc XML export?)", path.display())]
+    #[error("{}: hwloc refused this XML topology: {problem}", path.display())]
     InvalidXml {
         /// The file.
         path: PathBuf,
+        /// hwloc's reason when it gave one, else what is visibly wrong.
+        problem: String,
+    },
+    /// The XML file is in a format version newer than hwloc 2 reads.
+    #[error(
+        "{}: XML topology format version {version} (written by a newer hwloc); the hwloc \
+         rankmig is built with reads versions 1.x and 2.x: export the machine with an hwloc 2 lstopo",
+        path.display()
+    )]
+    NewerXml {
+        /// The file.
+        path: PathBuf,
+        /// The `version` attribute of its `<topology>` element.
+        version: String,
     },
     /// hwloc refused the synthetic description.
-    #[error("synthetic topology '{description}': hwloc refused it (example: 'pack:2 core:8 pu:1')")]
+    #[error(
+        "synthetic topology '{description}': hwloc refused it: {reason} (example: 'pack:2 core:8 pu:1')"
+    )]
     InvalidSynthetic {
         /// The description.
         description: String,
+        /// hwloc's reason.
+        reason: String,
     },
     /// A Scotch target file is not a `tleaf` description.
     #[error("{}: {problem} (expected 'tleaf LEVELS ARITY0 LINK0 ARITY1 LINK1 ...')", path.display())]
@@ -202,14 +223,33 @@ fn from_tleaf_file(path: &std::path::Path) -> Result<Tree, TopologyError> {
 ///
 /// ```
 /// assert_eq!(rankmig::topology::parse_index_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+/// assert_eq!(rankmig::topology::parse_index_list("0-3,2").unwrap(), vec![0, 1, 2, 3]);
 /// assert!(rankmig::topology::parse_index_list("3-1").is_err());
 /// assert!(rankmig::topology::parse_index_list("0-65536").is_err());
 /// ```
 pub fn parse_index_list(list: &str) -> Result<Vec<usize>, IndexListError> {
+    parse_list(list, false)
+}
+
+/// Like [`parse_index_list`], but an index named twice (`0-3,2`) is an error naming it.
+///
+/// ```
+/// use rankmig::topology::parse_index_list_unique;
+/// assert_eq!(parse_index_list_unique("4,0-2").unwrap(), vec![0, 1, 2, 4]);
+/// assert_eq!(
+///     parse_index_list_unique("0-3,2").unwrap_err().to_string(),
+///     "'0-3,2' names 2 twice"
+/// );
+/// ```
+pub fn parse_index_list_unique(list: &str) -> Result<Vec<usize>, IndexListError> {
+    parse_list(list, true)
+}
+
+fn parse_list(list: &str, unique: bool) -> Result<Vec<usize>, IndexListError> {
     let mut seen = vec![false; MAX_CPU_INDEX + 1];
     let mut any = false;
     for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || IndexListError(part.to_owned());
+        let bad = || IndexListError::Malformed(part.to_owned());
         let index = |t: &str| {
             t.trim()
                 .parse::<usize>()
@@ -227,16 +267,61 @@ pub fn parse_index_list(list: &str) -> Result<Vec<usize>, IndexListError> {
         if lo > hi {
             return Err(bad());
         }
+        if unique {
+            if let Some(again) = (lo..=hi).find(|&i| seen[i]) {
+                return Err(IndexListError::Repeated {
+                    list: list.to_owned(),
+                    index: again,
+                });
+            }
+        }
         seen[lo..=hi].fill(true);
         any = true;
     }
     if !any {
-        return Err(IndexListError(list.to_owned()));
+        return Err(IndexListError::Malformed(list.to_owned()));
     }
     Ok((0..=MAX_CPU_INDEX).filter(|&i| seen[i]).collect())
 }
 
-/// An index list that does not parse, or names an index above [`MAX_CPU_INDEX`].
+/// Writes indexes (ascending) as a list such as `0-3,8,10-11`, the inverse of
+/// [`parse_index_list`].
+///
+/// ```
+/// assert_eq!(rankmig::topology::format_index_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+/// ```
+pub fn format_index_list(indexes: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < indexes.len() {
+        let start = indexes[i];
+        let mut end = start;
+        while i + 1 < indexes.len() && end.checked_add(1) == Some(indexes[i + 1]) {
+            i += 1;
+            end = indexes[i];
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+/// Why an index list was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not an index list (indexes 0 to 65535, e.g. 0-7,16-23)")]
-pub struct IndexListError(pub String);
+pub enum IndexListError {
+    /// A part does not parse, or names an index above [`MAX_CPU_INDEX`].
+    #[error("'{0}' is not an index list (indexes 0 to 65535, e.g. 0-7,16-23)")]
+    Malformed(String),
+    /// An index is named twice (only refused by [`parse_index_list_unique`]).
+    #[error("'{list}' names {index} twice")]
+    Repeated {
+        /// The whole list.
+        list: String,
+        /// The first index named again.
+        index: usize,
+    },
+}

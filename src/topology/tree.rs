@@ -5,14 +5,25 @@ use serde::Serialize;
 use super::{MAX_LEAVES, TopologyError};
 
 /// What a leaf of a [`Tree`] stands for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Leaf {
     /// Index of the cluster node (0 for a single machine) the leaf belongs to.
     pub node: u32,
     /// hwloc logical index of the leaf inside its node (core or PU index).
     pub logical_index: u32,
-    /// hwloc OS index of the leaf's first PU, when known (for rankfiles and `map_cpu`).
-    pub os_index: Option<u32>,
+    /// hwloc logical index, inside its node, of the core the leaf is or belongs to
+    /// (`None` for a machine without cores and for trees not read from hwloc).
+    pub core: Option<u32>,
+    /// OS numbers of the leaf's hardware threads (PUs), ascending: the CPU numbers of
+    /// `taskset` and Slurm. Empty when unknown (trees not read from hwloc).
+    pub cpus: Vec<u32>,
+}
+
+impl Leaf {
+    /// OS number of the leaf's first hardware thread, when known.
+    pub fn os_index(&self) -> Option<u32> {
+        self.cpus.first().copied()
+    }
 }
 
 /// A node of a tree under construction: only its children and, for leaves, what they
@@ -435,9 +446,8 @@ fn build_symmetric(arities: &[usize], counter: &mut u32) -> Shape {
     match arities.split_first() {
         None => {
             let leaf = Leaf {
-                node: 0,
                 logical_index: *counter,
-                os_index: None,
+                ..Leaf::default()
             };
             *counter += 1;
             Shape::leaf("Leaf", leaf)
@@ -501,9 +511,8 @@ mod tests {
             Shape::leaf(
                 "Core",
                 Leaf {
-                    node: 0,
                     logical_index: i,
-                    os_index: None,
+                    ..Leaf::default()
                 },
             )
         };

@@ -1,0 +1,97 @@
+//! Every `Example:` of `rankmig COMMAND --help` runs as printed, from a directory laid
+//! out like the repository root (`tests`, `availability` and `target` linked there), so
+//! the run it makes does not land in the source tree.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The commands, in an order where `report` and `inspect` find the run of `run`.
+const COMMANDS: &[&str] = &[
+    "map",
+    "cost",
+    "place",
+    "plan",
+    "simulate",
+    "topology",
+    "run",
+    "report",
+    "inspect",
+    "emulated-host",
+];
+
+/// The example of `rankmig COMMAND --help`: the paragraph starting with `Example`, from
+/// `rankmig ` on, its wrapped lines joined.
+fn example(command: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rankmig"))
+        .args([command, "--help"])
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let paragraph = help
+        .split("\n\n")
+        .find(|p| p.starts_with("Example"))
+        .unwrap_or_else(|| panic!("no example in rankmig {command} --help:\n{help}"));
+    let joined = paragraph
+        .lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let start = joined.find("rankmig ").expect("the example runs rankmig");
+    joined[start..].to_owned()
+}
+
+fn can_create_uts_namespaces() -> bool {
+    Command::new("unshare")
+        .args(["--uts", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn every_command_example_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The run example starts the release build of the Jacobi example.
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--release", "--example", "jacobi"])
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let dir = tempfile::tempdir().unwrap();
+    for link in ["tests", "availability", "target"] {
+        std::os::unix::fs::symlink(root.join(link), dir.path().join(link)).unwrap();
+    }
+    let bin: PathBuf = Path::new(env!("CARGO_BIN_EXE_rankmig"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for command in COMMANDS {
+        if *command == "emulated-host" && !can_create_uts_namespaces() {
+            eprintln!("skipped: {command} (this machine refuses UTS namespaces)");
+            continue;
+        }
+        let line = example(command);
+        let out = Command::new("sh")
+            .args(["-c", &line])
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{line}\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stdout.is_empty(), "{line} printed nothing");
+    }
+}
