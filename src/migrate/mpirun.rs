@@ -95,6 +95,9 @@ pub fn command(spec: &RunSpec, files: &LaunchFiles<'_>, restart: bool) -> Comman
         }
     }
     cmd.args(["-np", &spec.ranks.to_string()]);
+    // The binary sets it for its own error messages; in the ranks it would make every
+    // topology load redirect their standard error for a moment.
+    cmd.env_remove("HWLOC_SYNTHETIC_VERBOSE");
     for (k, v) in rank_environment(spec, files, restart) {
         cmd.env(&k, v);
         cmd.args(["-x", &k]);

@@ -56,12 +56,23 @@ pub fn from_xml_file(path: &Path, leaves: LeafKind) -> Result<Tree, TopologyErro
     })
 }
 
-/// Runs an hwloc topology build with its standard error captured: the topology, or
-/// what hwloc printed when it refused. What it printed about an input it accepted goes
-/// to the debug log.
+/// Runs an hwloc topology build: the topology, or what hwloc printed when it refused.
+/// hwloc prints its reasons only when `HWLOC_SYNTHETIC_VERBOSE` or `HWLOC_XML_VERBOSE`
+/// is set; only then is standard error captured (what it printed about an input it
+/// accepted goes to the debug log). Otherwise the process's descriptor 2 is never
+/// touched.
 fn build_telling<E1, E2>(
     build: impl FnOnce() -> Result<Result<Topology, E2>, E1>,
 ) -> Result<Topology, Vec<String>> {
+    let verbose = ["HWLOC_SYNTHETIC_VERBOSE", "HWLOC_XML_VERBOSE"]
+        .iter()
+        .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty() && v != "0"));
+    if !verbose {
+        return match build() {
+            Ok(Ok(topology)) => Ok(topology),
+            _ => Err(Vec::new()),
+        };
+    }
     let (result, said) = hwloc_stderr::capture(build);
     match result {
         Ok(Ok(topology)) => {

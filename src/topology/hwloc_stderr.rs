@@ -4,9 +4,9 @@
 //! the process's standard error, and only when `HWLOC_SYNTHETIC_VERBOSE` or
 //! `HWLOC_XML_VERBOSE` is set (the `rankmig` binary sets the first; hwloc reads the
 //! second once per process). [`capture`] runs a call with file descriptor 2 sent to a pipe
-//! and returns what was written there, so the reason can go into our error message and
-//! hwloc's remarks on an input it accepts go to the debug log instead of the terminal.
-//! Anything another thread prints during that short window ends up in the returned text.
+//! and returns what was written there, so the reason can go into our error message. It
+//! is used only when one of those variables is set. Anything another thread prints
+//! during that short window ends up in the returned text.
 
 use std::sync::Mutex;
 
