@@ -57,6 +57,10 @@ pub struct RunSpec {
     pub lost_hosts: Vec<String>,
 }
 
+/// File of the run directory by which the ranks ask `rankmig run` to launch the job again
+/// from the checkpoint they just took (see [`super::job::history`]); it holds the reason.
+pub const RELAUNCH_REQUEST: &str = "relaunch-request";
+
 /// The default time between two availability checks: one second.
 pub const DEFAULT_CHECK_INTERVAL_MS: u64 = 1000;
 
@@ -205,7 +209,7 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
     let (placement, cores) = initial_placement(spec)?;
     save_spec(spec)?;
     let launch = if restart {
-        format!("restart-{}", std::process::id())
+        format!("restart-{}", restarts_so_far(&spec.run_dir) + 1)
     } else {
         "0".to_owned()
     };
@@ -233,6 +237,21 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
         cores,
     };
     Ok(mpirun::command(spec, &files, restart))
+}
+
+/// Launches from a checkpoint already made in `run_dir` (its `placement-restart-*`
+/// files).
+fn restarts_so_far(run_dir: &Path) -> usize {
+    std::fs::read_dir(run_dir).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with("placement-restart-"))
+            })
+            .count()
+    })
 }
 
 /// Writes `run.json`.

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use super::launch::{LaunchError, RunSpec, prepare, save_spec};
+use super::launch::{LaunchError, RELAUNCH_REQUEST, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
 
 /// How long `mpirun` has to stop the job after a forwarded signal before everything
@@ -57,7 +57,7 @@ pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, 
             spec.lost_hosts.extend(gone);
         }
     }
-    let mut outcome = launch_once(spec, restart)?;
+    let mut outcome = launch_until_done(spec, restart)?;
     let mut restarts = 0;
     while outcome.code != 0 && outcome.stopped_by.is_none() && restarts < auto_restart {
         let new = newly_lost(spec, &outcome.lost_hosts, &probe);
@@ -75,9 +75,29 @@ pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, 
             "host(s) {} lost: restarting from the newest complete checkpoint without them (auto-restart {restarts} of {auto_restart})",
             new.join(", ")
         );
-        outcome = launch_once(spec, true)?;
+        outcome = launch_until_done(spec, true)?;
     }
     Ok(outcome.code)
+}
+
+/// Launches, and launches again from the newest checkpoint each time the ranks ask for
+/// it ([`RELAUNCH_REQUEST`]: a migration Open MPI could not carry out by spawning).
+fn launch_until_done(spec: &RunSpec, restart: bool) -> Result<LaunchOutcome, LaunchError> {
+    let request = spec.run_dir.join(RELAUNCH_REQUEST);
+    let _ = std::fs::remove_file(&request);
+    let mut outcome = launch_once(spec, restart)?;
+    while outcome.stopped_by.is_none() {
+        let Ok(why) = std::fs::read_to_string(&request) else {
+            break;
+        };
+        let _ = std::fs::remove_file(&request);
+        log::warn!(
+            "relaunching the job from the checkpoint it just took, placed for the current availability ({})",
+            why.trim()
+        );
+        outcome = launch_once(spec, true)?;
+    }
+    Ok(outcome)
 }
 
 /// Hosts of the allocation lost since the last launch: those named in `reported`, and

@@ -15,6 +15,7 @@ use crate::planner::{Location, Move, Placement, Plan};
 use super::super::protocol::{self, OldRankOutcome};
 use super::super::record::PhaseTimes;
 use super::super::settings::JobSettings;
+use super::history::SpawnHistory;
 use super::outcome::Outcome;
 use super::{Job, MigrateError, leave_now};
 
@@ -37,6 +38,12 @@ pub(super) struct Assignment {
     pub(super) reconfigurations: u64,
     pub(super) changes: u64,
     pub(super) elapsed: f64,
+    /// The generation of the new process.
+    #[serde(default)]
+    pub(super) generation: u32,
+    /// Where each generation has run, this spawn included.
+    #[serde(default)]
+    pub(super) history: SpawnHistory,
 }
 
 /// The parts of a [`CheckpointConfig`] a new process needs.
@@ -77,6 +84,16 @@ impl CheckpointSettings {
 }
 
 impl Job {
+    /// The spawn history once `plan`'s processes (the next generation) run.
+    pub(super) fn history_after(&self, plan: &Plan) -> SpawnHistory {
+        let mut history = self.history.clone();
+        history.record_spawn(
+            plan.moves.iter().map(|m| m.to.node.as_str()),
+            self.generations,
+        );
+        history
+    }
+
     /// Carries out `plan`. Collective over the old communicator.
     pub(super) fn migrate<T: Serialize>(
         &mut self,
@@ -146,6 +163,8 @@ impl Job {
         // The old rank 0 measured every phase: it records, whether it stays or leaves.
         self.reconfigurations += 1;
         self.placement = Some(plan.placement.clone());
+        self.history = self.history_after(plan);
+        self.generations += 1;
         self.record(Outcome {
             phases,
             state_bytes: largest_state,
@@ -200,6 +219,8 @@ impl Job {
                     reconfigurations: self.reconfigurations + 1,
                     changes: self.changes,
                     elapsed: self.started.elapsed().as_secs_f64(),
+                    generation: self.generations,
+                    history: self.history_after(plan),
                 };
                 Ok(serde_json::to_vec(&a)?)
             })

@@ -16,11 +16,13 @@ use crate::monitor::{self, AvailabilityWatcher, Paused, Row, Traffic, WatchOutco
 use crate::planner::{Location, Placement};
 
 mod binding;
+pub mod history;
 mod migration;
 mod outcome;
 pub mod pacing;
 mod reconfigure;
 
+use history::SpawnHistory;
 use migration::Assignment;
 use pacing::CheckPacer;
 
@@ -64,6 +66,13 @@ pub struct Job {
     started: Instant,
     last_end: Instant,
     pending_records: Vec<IterationRecord>,
+    /// The launch this process belongs to: 0 = started by `mpirun`, k = spawned by the
+    /// k-th spawning migration.
+    generation: u32,
+    /// Generations created so far (the next spawn is generation `generations`).
+    generations: u32,
+    /// Where each generation has run (multi-host mode).
+    history: SpawnHistory,
 }
 
 impl Job {
@@ -106,6 +115,9 @@ impl Job {
             started: Instant::now(),
             last_end: Instant::now(),
             pending_records: Vec::new(),
+            generation: 0,
+            generations: 1,
+            history: SpawnHistory::default(),
         };
         monitor::set_job_communicator(&job.comm, None);
         if let Some(path) = job.settings.availability.clone() {
@@ -155,6 +167,9 @@ impl Job {
             started: Instant::now() - Duration::from_secs_f64(a.elapsed.max(0.0)),
             last_end: Instant::now(),
             pending_records: Vec::new(),
+            generation: a.generation,
+            generations: a.generation + 1,
+            history: a.history,
         };
         job.bind();
         job.note_process("arrived");

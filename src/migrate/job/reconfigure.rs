@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use mpi::traits::{Communicator, CommunicatorCollectives};
 use serde::{Deserialize, Serialize};
 
 use crate::availability::Availability;
@@ -42,6 +43,8 @@ impl Job {
             WatchOutcome::Changed { availability } => availability,
         };
         let placement = monitor::gather_placement(&self.comm, &self.location);
+        let generations = self.gather_generations();
+        self.history.record(&placement, &generations);
         let live = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
         self.export_matrix(&live);
         let planned = self.plan_on_root(&availability, &placement, &live);
@@ -68,7 +71,56 @@ impl Job {
             self.record(Outcome::of_plan("no moves", &change, &plan, scheduling));
             return Ok(());
         }
+        if self.settings.multi_host() {
+            let targets = plan.moves.iter().map(|m| m.to.node.as_str());
+            let hazards = self.history.hazards(&placement, &generations, targets);
+            if let Some(hazard) = hazards.first() {
+                return self.relaunch(state, &plan, scheduling, &change, hazard.to_string());
+            }
+        }
         self.migrate(state, &plan, scheduling, &change)
+    }
+
+    /// The generation of every rank's process, on every rank. Collective.
+    fn gather_generations(&self) -> Vec<u32> {
+        let mut all = vec![0u32; self.comm.size() as usize];
+        self.comm.all_gather_into(&self.generation, &mut all[..]);
+        all
+    }
+
+    /// Instead of spawning (which would abort the job, see [`super::history`]): a
+    /// checkpoint of every rank now, a request to `rankmig run` to launch the job again
+    /// from it with a placement for the current availability, and every process ends.
+    /// Collective.
+    fn relaunch<T: Serialize>(
+        &mut self,
+        state: &T,
+        plan: &Plan,
+        scheduling: f64,
+        change: &str,
+        why: String,
+    ) -> Result<(), MigrateError> {
+        if self.is_root() {
+            log::warn!("{why}: the job restarts from a checkpoint taken now instead");
+        }
+        self.ckpt.save_now(state)?;
+        self.ckpt.finalize()?;
+        self.record(Outcome {
+            detail: Some(why.clone()),
+            ..Outcome::of_plan("relaunch", change, plan, scheduling)
+        });
+        if self.is_root() {
+            if let Some(dir) = &self.settings.run_dir {
+                let path = dir.join(super::super::launch::RELAUNCH_REQUEST);
+                if let Err(e) = std::fs::write(&path, format!("{why}\n")) {
+                    log::error!("cannot write {}: {e}", path.display());
+                }
+            }
+        }
+        self.comm.barrier();
+        self.flush_records();
+        self.note_process("relaunch");
+        super::leave_now()
     }
 
     /// Rank 0 plans; everyone receives the plan (or the reason there is none).
