@@ -2,24 +2,24 @@
 # The main job: installs what is missing, builds, and runs the live-migration demo.
 #
 # The Jacobi example runs as 32 MPI ranks on 4 nodes of 8 cores under `rankmig run`.
-# With DEMO_CLUSTER=1, where this machine lets root create UTS namespaces, the nodes
-# are the hosts n1..n5 of
-# an emulated cluster (`rankmig run --hostfile ... --emulated-cluster`: each host a
-# namespace with its own host name, reached by Open MPI through `rankmig
+# Where this machine lets root create UTS namespaces (the default here), the nodes are
+# the hosts n1..n5 of an emulated cluster (`rankmig run --hostfile ... --emulated-cluster`:
+# each host a namespace with its own host name, reached by Open MPI through `rankmig
 # emulated-host`), and after each step the script prints where the ranks' processes
 # really are, read from outside them (`nsenter -t PID -u hostname`), next to the plan.
-# Otherwise the nodes are logical nodes of this one host (the default: on the emulated
-# cluster, step 5 -- 32 processes spawned onto 4 hosts whose earlier ranks had all left
-# -- fails in Open MPI 4.1.4 with "ompi_dpm_dyn_init() failed ... Not supported").
-# The script says which mode ran. While it runs, this script edits its availability file
+# Elsewhere, or with DEMO_CLUSTER=0, the nodes are logical nodes of this one host. The
+# script says which mode ran. While it runs, this script edits its availability file
 # as in Fig. 3 of the paper (availability/demo/step1..5.avail): one node lost and
 # replaced by a spare, nodes lost one by one until one is left, then the last lost and
 # four back at once. Each edit waits for the job to have carried out the previous one.
+# On the emulated cluster step 5 is carried out by a relaunch from a checkpoint (Open
+# MPI 4.1 cannot spawn onto hosts whose daemon forgot a launch of the job; see README).
 # At the end: the placement after each step, the report table, the chart's path, and
 # the final checksum next to that of a run without availability changes.
 #
-# Settings (environment): DEMO_RANKS (32), DEMO_SIZE (256), DEMO_ITERS (20000),
-# DEMO_CHECK_EVERY (20), DEMO_DIR (target/demo), DEMO_CLUSTER (0; 1 = emulated hosts).
+# Settings (environment): DEMO_RANKS (32), DEMO_SIZE (256), DEMO_ITERS (30000),
+# DEMO_CHECK_EVERY (20), DEMO_DIR (target/demo), DEMO_CLUSTER (1 = emulated hosts where
+# possible; 0 = logical nodes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -28,7 +28,7 @@ cargo build --release --quiet --bin rankmig --example jacobi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RANKS=${DEMO_RANKS:-32}
 SIZE=${DEMO_SIZE:-256}
-ITERS=${DEMO_ITERS:-20000}
+ITERS=${DEMO_ITERS:-30000}
 CHECK=${DEMO_CHECK_EVERY:-20}
 DIR=${DEMO_DIR:-target/demo}
 BIN=$PWD/target/release/rankmig
@@ -46,12 +46,12 @@ echo "reference checksum: $reference"
 
 cp "$STEPS/step0.avail" av
 MODE_ARGS=()
-if [ "${DEMO_CLUSTER:-0}" = 1 ] && unshare --uts true 2>/dev/null && command -v nsenter >/dev/null; then
+if [ "${DEMO_CLUSTER:-1}" = 1 ] && unshare --uts true 2>/dev/null && command -v nsenter >/dev/null; then
   MODE="emulated cluster: hosts n1..n5 are UTS namespaces of this machine"
   printf 'n%d slots=8\n' 1 2 3 4 5 >hosts
   MODE_ARGS=(--hostfile hosts --emulated-cluster --node-topology "synthetic:pack:2 core:4 pu:1")
 else
-  MODE="logical nodes of this host (no UTS namespaces here)"
+  MODE="logical nodes of this host (DEMO_CLUSTER=0, or no UTS namespaces here)"
 fi
 echo
 echo "== mode: $MODE"
@@ -103,8 +103,12 @@ if wait_until "its first availability check" started; then
     wait_until "step $k" have_records || break
     steps_done=$k
     if [ ${#MODE_ARGS[@]} -gt 0 ]; then
-      latest=$(ls run/placement-[1-9]*.txt 2>/dev/null | sort -V | tail -n 1)
-      sleep 2 # the replaced processes exit right after the step
+      latest=$(ls -t run/placement-*.txt 2>/dev/null | head -n 1)
+      # The replaced processes exit right after the step; after a relaunch the new
+      # launch needs a moment to start its ranks.
+      all_ranks_up() { [ "$(real_hosts | tr ' ' '\n' | awk -F: '{s+=$2} END {print s+0}')" -eq "$RANKS" ]; }
+      wait_until "the ranks of step $k to run" all_ranks_up || true
+      sleep 1
       echo "   planned: $(summary "${latest:-run/placement-0.txt}")"
       echo "   real:    $(real_hosts)"
     fi
@@ -123,7 +127,7 @@ echo "reference checksum:     $reference"
 
 echo
 echo "== placement after each step (node:ranks)"
-for f in run/placement-0.txt $(ls run/placement-[1-9]*.txt 2>/dev/null | sort -V); do
+for f in $(ls -tr run/placement-*.txt 2>/dev/null); do
   printf '%-22s %s\n' "$(basename "$f")" "$(summary "$f")"
 done
 echo
