@@ -5,37 +5,10 @@
 //! regression fails the test instead of exhausting the machine.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use common::limited::{rankmig_limited, stderr};
 use rankmig::topology::{LeafKind, MAX_LEAVES, TopologySpec, Tree};
-
-/// `rankmig ARGS` under a 2 GiB address-space limit, killed after 30 s.
-fn rankmig_limited(args: &[&str]) -> Output {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg("ulimit -v 2097152; exec \"$@\"")
-        .arg("sh")
-        .arg(env!("CARGO_BIN_EXE_rankmig"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn rankmig");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("rankmig {args:?} did not finish in 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 #[test]
 fn a_cluster_of_too_many_nodes_is_an_error() {
