@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use parse::AvailabilityFormat;
+pub use parse::{AvailabilityFormat, is_hostname};
 
 /// Most cores (or slots) one node may offer in an availability file.
 pub const MAX_CORES_PER_NODE: usize = 65_536;

@@ -197,19 +197,21 @@ fn from_tleaf_file(path: &std::path::Path) -> Result<Tree, TopologyError> {
     Tree::from_arities(&arities)
 }
 
-/// Parses an index list such as `0-7,16-23` or `3,5,9` (sorted, duplicates removed).
-/// Indexes go from 0 to [`MAX_CPU_INDEX`]; memory use does not depend on the values.
+/// Parses an index list such as `0-7,16-23` or `3,5,9`, returned sorted. Indexes go
+/// from 0 to [`MAX_CPU_INDEX`]; an index named twice (`0,0` or `0-3,2`) is an error,
+/// not silently merged. Time and memory depend on the indexes listed, not on their
+/// values.
 ///
 /// ```
-/// assert_eq!(rankmig::topology::parse_index_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+/// assert_eq!(rankmig::topology::parse_index_list("5,0-2").unwrap(), vec![0, 1, 2, 5]);
 /// assert!(rankmig::topology::parse_index_list("3-1").is_err());
 /// assert!(rankmig::topology::parse_index_list("0-65536").is_err());
+/// assert!(rankmig::topology::parse_index_list("0-3,2").is_err());
 /// ```
 pub fn parse_index_list(list: &str) -> Result<Vec<usize>, IndexListError> {
-    let mut seen = vec![false; MAX_CPU_INDEX + 1];
-    let mut any = false;
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
     for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || IndexListError(part.to_owned());
+        let bad = || IndexListError::Syntax(part.to_owned());
         let index = |t: &str| {
             t.trim()
                 .parse::<usize>()
@@ -227,16 +229,38 @@ pub fn parse_index_list(list: &str) -> Result<Vec<usize>, IndexListError> {
         if lo > hi {
             return Err(bad());
         }
-        seen[lo..=hi].fill(true);
-        any = true;
+        ranges.push((lo, hi));
     }
-    if !any {
-        return Err(IndexListError(list.to_owned()));
+    if ranges.is_empty() {
+        return Err(IndexListError::Syntax(list.to_owned()));
     }
-    Ok((0..=MAX_CPU_INDEX).filter(|&i| seen[i]).collect())
+    ranges.sort_unstable();
+    let mut indexes = Vec::new();
+    for (k, &(lo, hi)) in ranges.iter().enumerate() {
+        if k > 0 && lo <= ranges[k - 1].1 {
+            return Err(IndexListError::Repeated {
+                list: list.to_owned(),
+                index: lo,
+            });
+        }
+        indexes.extend(lo..=hi);
+    }
+    Ok(indexes)
 }
 
-/// An index list that does not parse, or names an index above [`MAX_CPU_INDEX`].
+/// An index list that does not parse, names an index above [`MAX_CPU_INDEX`], or names
+/// an index twice.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not an index list (indexes 0 to 65535, e.g. 0-7,16-23)")]
-pub struct IndexListError(pub String);
+pub enum IndexListError {
+    /// Not a list of indexes and ranges within the bound.
+    #[error("'{0}' is not an index list (indexes 0 to 65535, e.g. 0-7,16-23)")]
+    Syntax(String),
+    /// An index listed twice.
+    #[error("'{list}' names index {index} twice")]
+    Repeated {
+        /// The list.
+        list: String,
+        /// The first index found twice.
+        index: usize,
+    },
+}
