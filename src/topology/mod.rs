@@ -12,6 +12,8 @@
 //! ```
 
 mod hwloc;
+
+pub use hwloc::MAX_SYNTHETIC_WORK;
 mod tree;
 
 use std::path::PathBuf;
@@ -125,6 +127,16 @@ pub enum TopologyError {
     /// The tree has no leaf (no core, or everything filtered away).
     #[error("the topology has no usable leaf")]
     NoLeaves,
+    /// A synthetic description hwloc would take too long to build (see
+    /// [`MAX_SYNTHETIC_WORK`]).
+    #[error(
+        "synthetic topology '{description}': its leaves times its widest level exceed {}; describe large machines with --nodes or an XML export",
+        MAX_SYNTHETIC_WORK
+    )]
+    SyntheticTooWide {
+        /// The description.
+        description: String,
+    },
     /// A size given by the user would make a tree of more than [`MAX_LEAVES`] leaves.
     #[error("{what} {value}: more than {MAX_LEAVES} leaves, the limit")]
     TooLarge {
