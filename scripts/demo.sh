@@ -103,12 +103,12 @@ if wait_until "its first availability check" started; then
     wait_until "step $k" have_records || break
     steps_done=$k
     if [ ${#MODE_ARGS[@]} -gt 0 ]; then
-      latest=$(ls -t run/placement-*.txt 2>/dev/null | head -n 1)
       # The replaced processes exit right after the step; after a relaunch the new
       # launch needs a moment to start its ranks.
       all_ranks_up() { [ "$(real_hosts | tr ' ' '\n' | awk -F: '{s+=$2} END {print s+0}')" -eq "$RANKS" ]; }
       wait_until "the ranks of step $k to run" all_ranks_up || true
       sleep 1
+      latest=$(ls -t run/placement-*.txt 2>/dev/null | head -n 1)
       echo "   planned: $(summary "${latest:-run/placement-0.txt}")"
       echo "   real:    $(real_hosts)"
     fi

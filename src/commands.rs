@@ -145,6 +145,17 @@ fn link_costs(costs: Option<&str>, tree: &Tree) -> Result<LinkCosts, CliError> {
 /// `localhost` or `node0`..`nodeK-1`.
 fn node_names(hosts: &[String], nodes: u32) -> Result<Vec<String>, CliError> {
     if !hosts.is_empty() {
+        let mut seen = std::collections::HashSet::new();
+        for host in hosts {
+            if !rankmig::availability::is_hostname(host) {
+                return Err(CliError::Usage(format!(
+                    "--hosts: {host:?} is not a valid host name (letters, digits, '-' and '.')"
+                )));
+            }
+            if !seen.insert(host.as_str()) {
+                return Err(CliError::Usage(format!("--hosts: {host:?} is named twice")));
+            }
+        }
         if hosts.len() != nodes as usize {
             return Err(CliError::Usage(format!(
                 "--hosts names {} hosts but --nodes is {nodes}",
@@ -189,8 +200,14 @@ fn run_map(args: &MapArgs) -> Result<(), CliError> {
     let start = Instant::now();
     let mapping = map(&graph, &tree, &options)?;
     let seconds = start.elapsed().as_secs_f64();
-    let factor = args.oversubscribe as usize;
     let n = matrix.order();
+    let usable = match &allowed {
+        Some(list) => list.iter().collect::<std::collections::BTreeSet<_>>().len(),
+        None => tree.leaf_count(),
+    };
+    // The baselines share cores only as the mapping does: when there are too few.
+    let factor =
+        rankmig::treematch::effective_oversubscription(n, usable, args.oversubscribe as usize);
     let allowed = allowed.as_deref();
     let mut reported_baselines = BTreeMap::new();
     let candidates = [
@@ -205,11 +222,11 @@ fn run_map(args: &MapArgs) -> Result<(), CliError> {
         ),
     ];
     for (name, placement) in candidates {
-        let m: Metrics = evaluate(&graph, &tree, &placement, &costs);
+        let m: Metrics = evaluate(&graph, &tree, &placement, &costs)?;
         reported_baselines.insert(name.to_owned(), m);
     }
     let report = MapReport {
-        metrics: evaluate(&graph, &tree, mapping.leaves(), &costs),
+        metrics: evaluate(&graph, &tree, mapping.leaves(), &costs)?,
         mapping: mapping.leaves().to_vec(),
         leaves: tree.leaves().to_vec(),
         node_names: names,
@@ -254,7 +271,7 @@ fn run_cost(args: &CostArgs) -> Result<(), CliError> {
     let tree = load_tree(&args.tree)?;
     let costs = link_costs(args.costs.as_deref(), &tree)?;
     let mapping = read_mapping(&args.mapping, matrix.order(), tree.leaf_count())?;
-    let m = evaluate(&matrix.symmetric(), &tree, &mapping, &costs);
+    let m = evaluate(&matrix.symmetric(), &tree, &mapping, &costs)?;
     println!("hop-bytes {}", rankmig::matrix::format_volume(m.hop_bytes));
     println!("sum-com {}", rankmig::matrix::format_volume(m.sum_com));
     println!(

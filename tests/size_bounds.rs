@@ -5,37 +5,12 @@
 //! regression fails the test instead of exhausting the machine.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::time::Instant;
+
+use common::limited::{rankmig_limited, stderr};
 use rankmig::topology::{LeafKind, MAX_LEAVES, TopologySpec, Tree};
-
-/// `rankmig ARGS` under a 2 GiB address-space limit, killed after 30 s.
-fn rankmig_limited(args: &[&str]) -> Output {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg("ulimit -v 2097152; exec \"$@\"")
-        .arg("sh")
-        .arg(env!("CARGO_BIN_EXE_rankmig"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn rankmig");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("rankmig {args:?} did not finish in 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 #[test]
 fn a_cluster_of_too_many_nodes_is_an_error() {
@@ -162,4 +137,46 @@ fn planning_on_a_65536_core_node_does_not_allocate_its_square() {
     let p = plan(&av, &now, &m.symmetric(), &node, &PlanOptions::default()).unwrap();
     assert_eq!(p.moves.len(), 2);
     assert!(p.moves.iter().all(|mv| mv.to.node == "n3"));
+}
+
+#[test]
+fn bare_counts_of_a_synthetic_topology_are_bounded_too() {
+    // hwloc reads "1000 1000 1000" as three levels: a billion objects (found by the
+    // synthetic-string fuzzer, tests/fuzz_corpus/synthetic).
+    for desc in [
+        "1000 1000 1000",
+        "pack:1000 1000 core:1000",
+        "2 4 0 1000000000",
+    ] {
+        let e = TopologySpec::Synthetic(desc.into())
+            .load(LeafKind::Core)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(desc) && e.contains(&MAX_LEAVES.to_string()),
+            "{e}"
+        );
+    }
+    let t = TopologySpec::Synthetic("2 4 8".into())
+        .load(LeafKind::Pu)
+        .unwrap();
+    assert_eq!(t.leaf_count(), 64);
+}
+
+#[test]
+fn synthetic_descriptions_hwloc_would_build_for_minutes_are_refused() {
+    // hwloc took 142 s on this one and 4.7 s on the second (found by the fuzzer).
+    for desc in ["pack:2 core:8192 pu:1", "2 48 8 8 8"] {
+        let start = Instant::now();
+        let e = TopologySpec::Synthetic(desc.into())
+            .load(LeafKind::Core)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(desc) && e.contains("--nodes"), "{e}");
+        assert!(start.elapsed().as_secs_f64() < 1.0);
+    }
+    let t = TopologySpec::Synthetic("pack:2 core:64 pu:2".into())
+        .load(LeafKind::Pu)
+        .unwrap();
+    assert_eq!(t.leaf_count(), 256);
 }

@@ -1,5 +1,7 @@
 //! The four availability forms and their detection.
 
+use std::collections::HashMap;
+
 use crate::topology::{IndexListError, parse_index_list_unique};
 
 use super::{AvailabilityError, MAX_CORES_PER_NODE, NodeOffer};
@@ -168,8 +170,8 @@ impl Ctx<'_> {
     fn hostfile_line(&self, line: usize, text: &str) -> Result<NodeOffer, AvailabilityError> {
         let mut fields = text.split_whitespace();
         let name = self.name(line, fields.next().unwrap_or(""))?;
-        let mut slots = None;
-        let mut max_slots = None;
+        let mut slots: Option<usize> = None;
+        let mut max_slots: Option<usize> = None;
         for field in fields {
             if let Some(v) = field.strip_prefix("slots=") {
                 let n = self.count(line, v, "slots")?;
@@ -207,51 +209,55 @@ impl Ctx<'_> {
 
     fn nodefile(&self, lines: &[DataLine]) -> Result<Vec<NodeOffer>, AvailabilityError> {
         let mut offers: Vec<NodeOffer> = Vec::new();
+        let mut index_of: HashMap<String, usize> = HashMap::new();
         for &(line, text) in lines {
             let name = self.name(line, text)?;
-            match offers.iter_mut().find(|o| o.name == name) {
-                Some(o) if o.cores >= MAX_CORES_PER_NODE => {
+            match index_of.get(&name) {
+                Some(&k) if offers[k].cores >= MAX_CORES_PER_NODE => {
                     return Err(self.error(
                         line,
                         format!("more than {MAX_CORES_PER_NODE} slots for one node"),
                         text,
                     ));
                 }
-                Some(o) => o.cores += 1,
-                None => offers.push(NodeOffer {
-                    name,
-                    cores: 1,
-                    cpus: None,
-                    line,
-                }),
+                Some(&k) => offers[k].cores += 1,
+                None => {
+                    index_of.insert(name.clone(), offers.len());
+                    offers.push(NodeOffer {
+                        name,
+                        cores: 1,
+                        cpus: None,
+                        line,
+                    });
+                }
             }
         }
         Ok(offers)
     }
 
     fn reject_duplicates(&self, offers: &[NodeOffer]) -> Result<(), AvailabilityError> {
-        for (i, o) in offers.iter().enumerate() {
-            if let Some(first) = offers[..i].iter().find(|p| p.name == o.name) {
+        let mut first_line: HashMap<&str, usize> = HashMap::with_capacity(offers.len());
+        for o in offers {
+            if let Some(&first) = first_line.get(o.name.as_str()) {
                 return Err(AvailabilityError::Duplicate {
                     origin: self.origin.to_owned(),
                     line: o.line,
-                    first: first.line,
+                    first,
                     name: o.name.clone(),
                 });
             }
+            first_line.insert(&o.name, o.line);
         }
         Ok(())
     }
 }
 
-/// Host-name rules: dot-separated labels of letters, digits and inner hyphens (no
-/// whitespace, `=`, `#` or other character that would change the meaning of a hostfile
-/// or rankfile line).
+/// Host-name rules: dot-separated labels of letters, digits and inner hyphens, at most
+/// 253 characters (so no space, newline, `=` or `#` can reach a written rankfile).
 ///
 /// ```
-/// use rankmig::availability::is_hostname;
-/// assert!(is_hostname("n01.cluster"));
-/// assert!(!is_hostname("n01 slot=0\nrank 9=evil"));
+/// assert!(rankmig::availability::is_hostname("node-01.cluster"));
+/// assert!(!rankmig::availability::is_hostname("n1 slot=0\nrank 1=evil"));
 /// ```
 pub fn is_hostname(name: &str) -> bool {
     !name.is_empty()
@@ -325,23 +331,6 @@ mod tests {
     }
 
     #[test]
-    fn a_repeated_cpu_or_slots_field_is_refused_not_dropped() {
-        let e = |t: &str| parse_auto(t).unwrap_err().to_string();
-        assert_eq!(
-            e("n1 2\nn2 4 cpus=0-3,2\n"),
-            "av.txt:2: the cpu list names cpu 2 twice: '0-3,2'"
-        );
-        assert_eq!(
-            e("n1 slots=2 slots=4\n"),
-            "av.txt:1: slots= is given twice: 'n1 slots=2 slots=4'"
-        );
-        assert_eq!(
-            e("n1 slots=2\nn2 max_slots=4 slots=1 max_slots=8\n"),
-            "av.txt:2: max_slots= is given twice: 'n2 max_slots=4 slots=1 max_slots=8'"
-        );
-    }
-
-    #[test]
     fn sizes_above_the_bounds_are_errors_naming_file_line_and_value() {
         let e = |t: &str| parse_auto(t).unwrap_err().to_string();
         for big in ["18446744073709551615", "100000000", "65537"] {
@@ -363,6 +352,42 @@ mod tests {
         let nodefile = "n1\n".repeat(65537);
         let msg = e(&nodefile);
         assert!(msg.starts_with("av.txt:65537: "), "{msg}");
+    }
+
+    #[test]
+    fn repeated_slots_and_cpus_are_refused() {
+        let e = |t: &str| parse_auto(t).unwrap_err().to_string();
+        assert_eq!(
+            e("n1 slots=2 slots=8\n"),
+            "av.txt:1: slots= is given twice: 'n1 slots=2 slots=8'"
+        );
+        assert!(e("n1 slots=2 max_slots=4 max_slots=8\n").contains("max_slots= is given twice"));
+        assert_eq!(
+            e("n1 2 cpus=0,0,1\n"),
+            "av.txt:1: the cpu list names cpu 0 twice: '0,0,1'"
+        );
+        assert!(e("n1 4 cpus=0-3,2\n").contains("names cpu 2 twice"));
+        assert!(e("n1 2 cpus=0 cpus=1\n").contains("expected 'NAME CORES [cpus=LIST]'"));
+    }
+
+    #[test]
+    fn a_hundred_thousand_lines_parse_and_a_late_duplicate_is_found() {
+        let mut text = String::new();
+        for k in 0..100_000 {
+            text.push_str(&format!("node{k} 16 cpus=0-7,16-23\n"));
+        }
+        let a = parse_auto(&text).unwrap();
+        assert_eq!(a.nodes().len(), 100_000);
+        let nodefile = (0..100_000).map(|k| format!("n{k}\n")).collect::<String>();
+        assert_eq!(parse_auto(&nodefile).unwrap().nodes().len(), 100_000);
+        let late_duplicate = format!("{text}node5 2\n");
+        assert!(
+            parse_auto(&late_duplicate)
+                .unwrap_err()
+                .to_string()
+                .contains("line 6")
+        );
+        // The time (quadratic duplicate checks took 12-14 s) is in benches/large_inputs.
     }
 
     #[test]

@@ -84,10 +84,15 @@ impl CommitMarker {
     pub fn parse(text: &str, path: &Path) -> Result<Self, CheckpointError> {
         let bad = |why: String| CheckpointError::corrupt(path, format!("commit marker {why}"));
         let mut values: [Option<&str>; 4] = [None; 4];
-        for line in text.lines() {
+        // Lines end at '\n' only: `lines()` would also eat a '\r', so a job name ending
+        // in '\r' would read back as another name (found by the checkpoint fuzzer).
+        for line in text.split_terminator('\n') {
             let (key, value) = line
                 .split_once('=')
                 .ok_or_else(|| bad(format!("line {line:?} is not key=value")))?;
+            if value.chars().any(char::is_control) {
+                return Err(bad(format!("{key}={value:?} has a control character")));
+            }
             let i = MARKER_KEYS
                 .iter()
                 .position(|k| *k == key)
@@ -565,6 +570,9 @@ mod tests {
         assert!(e.to_string().contains("2-rank job, this job has 8"), "{e}");
         assert!(m.check("k", 2, p).is_err());
         assert!(CommitMarker::parse("format=1\njob=j\n", p).is_err());
+        let cr = "format=1\njob=j\r\nranks=2\nepoch=3\n";
+        let e = CommitMarker::parse(cr, p).unwrap_err().to_string();
+        assert!(e.contains("control character"), "{e}");
     }
 
     #[test]

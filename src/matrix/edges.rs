@@ -1,50 +1,105 @@
-//! Sparse edge lists: `SRC DST BYTES` per line.
+//! Sparse edge lists: `SRC DST BYTES` per line, read line by line (see
+//! [`super::reader`]): memory is the edges kept, not the text.
+
+use std::path::Path;
 
 use super::dense::parse_volume;
+use super::reader::{self, Next};
 use super::{CommMatrix, MAX_RANKS, MatrixError};
 
-/// Parses an edge list. The order is the largest rank seen plus one.
+/// Parses an edge list from text. The order is the largest rank seen plus one.
 pub(super) fn parse(text: &str, origin: &str) -> Result<CommMatrix, MatrixError> {
-    let mut triples = Vec::new();
-    let mut order = 0usize;
-    for (line, data) in crate::lines::data_lines(text) {
-        let fields: Vec<&str> = data.split_whitespace().collect();
-        let [src, dst, bytes] = fields[..] else {
+    let mut edges = Edges::new(origin);
+    reader::for_each_line_of(text.as_bytes(), |n, data| edges.push(n, data))?;
+    edges.finish()
+}
+
+/// Reads an edge list from a file.
+pub(super) fn load(path: &Path) -> Result<CommMatrix, MatrixError> {
+    let origin = path.display().to_string();
+    let mut edges = Edges::new(&origin);
+    reader::for_each_line(path, |n, data| edges.push(n, data))?;
+    edges.finish()
+}
+
+/// The edges read so far.
+struct Edges<'a> {
+    origin: &'a str,
+    order: usize,
+    triples: Vec<(u32, u32, f64)>,
+}
+
+impl<'a> Edges<'a> {
+    fn new(origin: &'a str) -> Self {
+        Self {
+            origin,
+            order: 0,
+            triples: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, line: usize, data: &[u8]) -> Result<Next, MatrixError> {
+        let mut fields = reader::fields(data);
+        let (Some(src), Some(dst), Some(bytes), None) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
             return Err(MatrixError::BadLine {
-                origin: origin.to_owned(),
+                origin: self.origin.to_owned(),
                 line,
                 expected: "'SRC DST BYTES'",
-                found: data.to_owned(),
+                found: reader::shown(data).trim().to_owned(),
             });
         };
-        let src = parse_rank(src, origin, line)?;
-        let dst = parse_rank(dst, origin, line)?;
-        let bytes = parse_volume(bytes, origin, line)?;
-        order = order.max(src + 1).max(dst + 1);
-        triples.push((src, dst, bytes));
+        let src = parse_rank(src, self.origin, line)?;
+        let dst = parse_rank(dst, self.origin, line)?;
+        let bytes = parse_volume(bytes, self.origin, line)?;
+        self.order = self.order.max(src + 1).max(dst + 1);
+        if src != dst && bytes != 0.0 {
+            self.triples.push((src as u32, dst as u32, bytes));
+        }
+        Ok(Next::More)
     }
-    if order == 0 {
-        return Err(MatrixError::Empty {
-            origin: origin.to_owned(),
-        });
+
+    fn finish(self) -> Result<CommMatrix, MatrixError> {
+        if self.order == 0 {
+            return Err(MatrixError::Empty {
+                origin: self.origin.to_owned(),
+            });
+        }
+        CommMatrix::from_u32_triples(self.order, self.triples, self.origin)
     }
-    Ok(CommMatrix::from_triples(order, triples))
 }
 
 /// Parses a rank number, at most [`MAX_RANKS`]` - 1`.
-pub(super) fn parse_rank(field: &str, origin: &str, line: usize) -> Result<usize, MatrixError> {
-    let rank = field.parse::<u64>().map_err(|_| MatrixError::BadRank {
-        origin: origin.to_owned(),
-        line,
-        value: field.to_owned(),
-    })?;
+pub(super) fn parse_rank(field: &[u8], origin: &str, line: usize) -> Result<usize, MatrixError> {
+    let rank = std::str::from_utf8(field)
+        .ok()
+        .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse::<u64>().ok());
+    let Some(rank) = rank else {
+        // Digits only but too large for a u64 is still a rank above the bound.
+        let digits = !field.is_empty() && field.iter().all(u8::is_ascii_digit);
+        return Err(if digits {
+            MatrixError::RankTooLarge {
+                origin: origin.to_owned(),
+                line,
+                value: reader::shown(field),
+            }
+        } else {
+            MatrixError::BadRank {
+                origin: origin.to_owned(),
+                line,
+                value: reader::shown(field),
+            }
+        });
+    };
     usize::try_from(rank)
         .ok()
         .filter(|&r| r < MAX_RANKS)
         .ok_or_else(|| MatrixError::RankTooLarge {
             origin: origin.to_owned(),
             line,
-            value: field.to_owned(),
+            value: reader::shown(field),
         })
 }
 
@@ -62,7 +117,12 @@ mod tests {
 
     #[test]
     fn a_rank_above_the_bound_is_an_error_not_an_allocation() {
-        for big in ["4294967295", "1048576", "99999999999"] {
+        for big in [
+            "4294967295",
+            "1048576",
+            "99999999999",
+            "99999999999999999999999",
+        ] {
             let e = parse(&format!("0 1 5\n{big} 0 1\n"), "e.txt")
                 .unwrap_err()
                 .to_string();
@@ -78,5 +138,9 @@ mod tests {
         assert_eq!(e, "e.txt:1: expected 'SRC DST BYTES', found '0 1'");
         let e = parse("0 -1 3\n", "e.txt").unwrap_err().to_string();
         assert_eq!(e, "e.txt:1: '-1' is not a rank number");
+        let e = parse("0 +1 3\n", "e.txt").unwrap_err().to_string();
+        assert_eq!(e, "e.txt:1: '+1' is not a rank number");
+        let e = parse("0 1 3 4\n", "e.txt").unwrap_err().to_string();
+        assert_eq!(e, "e.txt:1: expected 'SRC DST BYTES', found '0 1 3 4'");
     }
 }

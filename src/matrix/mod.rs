@@ -14,24 +14,34 @@
 //! ```
 
 mod dense;
+mod detect;
 mod edges;
 mod graph;
 mod prof;
+mod reader;
 
 use std::path::{Path, PathBuf};
 
 pub use graph::SymGraph;
+pub use reader::MAX_LINE_BYTES;
 
 /// Most ranks a matrix may have: a rank number in an edge list or a monitoring dump
 /// is at most `MAX_RANKS - 1`, so a stray large number cannot make the reader
 /// allocate per-rank storage for billions of ranks.
 pub const MAX_RANKS: usize = 1 << 20;
 
+/// Largest total volume a matrix may hold: the sum of all its values is at most 1e300,
+/// so that the symmetrised weights and every metric (a volume times a hop count or a
+/// link cost) stay finite instead of turning into `inf` or `NaN`.
+pub const MAX_TOTAL_VOLUME: f64 = 1e300;
+
 /// The formats a matrix can be read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum MatrixFormat {
-    /// Directory → `prof`; a file whose lines have 3 fields (and which is not 3×3) →
-    /// `edges`; otherwise `dense`.
+    /// Directory → `prof`; a file whose first four data lines are `INT INT NUMBER` →
+    /// `edges`; a first line without 3 fields → `dense`. A file of at most three lines of
+    /// 3 numbers reads both ways (a 3×3 matrix, possibly missing rows, or a short edge
+    /// list) and is refused: give the format.
     #[default]
     Auto,
     /// TreeMatch's format: N lines of N non-negative numbers (`#` comments allowed).
@@ -74,6 +84,52 @@ impl CommMatrix {
         }
     }
 
+    /// Builds a matrix from `(src, dst, volume)` triples already without self-loops or
+    /// zeros, refusing a total volume above [`MAX_TOTAL_VOLUME`] (`origin` names the
+    /// input in that error).
+    pub(crate) fn from_u32_triples(
+        order: usize,
+        triples: Vec<(u32, u32, f64)>,
+        origin: &str,
+    ) -> Result<Self, MatrixError> {
+        let total: f64 = triples.iter().map(|t| t.2).sum();
+        if total.is_nan() || total > MAX_TOTAL_VOLUME {
+            return Err(MatrixError::TotalTooLarge {
+                origin: origin.to_owned(),
+                total: format!("{total:e}"),
+            });
+        }
+        let (row_start, columns, values) = graph::compressed_rows(order, triples);
+        let entries = columns.into_iter().zip(values).collect();
+        Ok(Self {
+            order,
+            row_start,
+            entries,
+        })
+    }
+
+    /// Builds a matrix from compressed rows whose entries are sorted by column, without
+    /// the diagonal or zeros, refusing a total volume above [`MAX_TOTAL_VOLUME`].
+    fn from_sorted_rows(
+        order: usize,
+        row_start: Vec<usize>,
+        entries: Vec<(u32, f64)>,
+        origin: &str,
+    ) -> Result<Self, MatrixError> {
+        let total: f64 = entries.iter().map(|e| e.1).sum();
+        if total.is_nan() || total > MAX_TOTAL_VOLUME {
+            return Err(MatrixError::TotalTooLarge {
+                origin: origin.to_owned(),
+                total: format!("{total:e}"),
+            });
+        }
+        Ok(Self {
+            order,
+            row_start,
+            entries,
+        })
+    }
+
     /// Builds a matrix from dense rows (`rows[i][j]` = volume i → j).
     pub fn from_dense(rows: &[Vec<f64>]) -> Self {
         let order = rows.len();
@@ -88,13 +144,13 @@ impl CommMatrix {
     /// Reads a matrix from a file or directory. `format` may be [`MatrixFormat::Auto`].
     pub fn load(path: &Path, format: MatrixFormat) -> Result<Self, MatrixError> {
         let format = match format {
-            MatrixFormat::Auto => detect_format(path)?,
+            MatrixFormat::Auto => detect::detect_format(path)?,
             f => f,
         };
         match format {
             MatrixFormat::Prof => prof::load_dir(path),
-            MatrixFormat::Dense => dense::parse(&read(path)?, &path.display().to_string()),
-            MatrixFormat::Edges => edges::parse(&read(path)?, &path.display().to_string()),
+            MatrixFormat::Dense => dense::load(path),
+            MatrixFormat::Edges => edges::load(path),
             MatrixFormat::Auto => unreachable!("format resolved above"),
         }
     }
@@ -191,29 +247,6 @@ pub fn format_volume(w: f64) -> String {
     }
 }
 
-fn read(path: &Path) -> Result<String, MatrixError> {
-    std::fs::read_to_string(path).map_err(|source| MatrixError::Read {
-        path: path.to_owned(),
-        source,
-    })
-}
-
-fn detect_format(path: &Path) -> Result<MatrixFormat, MatrixError> {
-    if path.is_dir() {
-        return Ok(MatrixFormat::Prof);
-    }
-    let text = read(path)?;
-    let data_lines: Vec<&str> = crate::lines::data_lines(&text).map(|(_, l)| l).collect();
-    let three_fields = data_lines
-        .first()
-        .is_some_and(|l| l.split_whitespace().count() == 3);
-    if three_fields && data_lines.len() != 3 {
-        Ok(MatrixFormat::Edges)
-    } else {
-        Ok(MatrixFormat::Dense)
-    }
-}
-
 /// Why a matrix could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum MatrixError {
@@ -260,6 +293,75 @@ pub enum MatrixError {
         line: usize,
         /// The text found.
         value: String,
+    },
+    /// The file holds fewer rows than its rows have values.
+    #[error(
+        "{origin}:{line}: rows have {order} values but there are {rows} rows (the matrix must be square)"
+    )]
+    MissingRows {
+        /// The input.
+        origin: String,
+        /// 1-based line number of the first row.
+        line: usize,
+        /// Values per row.
+        order: usize,
+        /// Rows found.
+        rows: usize,
+    },
+    /// A row past the N-th of an N-value-per-row matrix.
+    #[error(
+        "{origin}:{line}: one row too many: rows have {order} values (the matrix must be square)"
+    )]
+    ExtraRow {
+        /// The input.
+        origin: String,
+        /// 1-based line number of the extra row.
+        line: usize,
+        /// Values per row.
+        order: usize,
+    },
+    /// A dense row with more values than [`MAX_RANKS`].
+    #[error(
+        "{origin}:{line}: row has more than {} values (the limit of ranks)",
+        MAX_RANKS
+    )]
+    TooWide {
+        /// The input.
+        origin: String,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// A line longer than [`MAX_LINE_BYTES`].
+    #[error("{origin}:{line}: line longer than {limit} bytes")]
+    LineTooLong {
+        /// The input.
+        origin: String,
+        /// 1-based line number.
+        line: usize,
+        /// The bound.
+        limit: usize,
+    },
+    /// The volumes add up to more than [`MAX_TOTAL_VOLUME`].
+    #[error(
+        "{origin}: the volumes add up to {total}, above the limit of {:e}",
+        MAX_TOTAL_VOLUME
+    )]
+    TotalTooLarge {
+        /// The input.
+        origin: String,
+        /// The total, as text (may be `inf`).
+        total: String,
+    },
+    /// `auto` cannot tell the format.
+    #[error(
+        "{}: {lines} line(s) of 3 numbers read both as a 3×3 dense matrix (or one missing rows) and as an edge list; give --matrix-format dense or --matrix-format edges",
+        path.display()
+    )]
+    Ambiguous {
+        /// The file.
+        path: PathBuf,
+        /// Its data lines.
+        lines: usize,
     },
     /// The rows do not form an N×N matrix.
     #[error(

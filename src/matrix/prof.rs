@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::edges::parse_rank;
-use super::{CommMatrix, MatrixError};
+use super::{CommMatrix, MAX_RANKS, MatrixError};
 
 /// Loads every `*.RANK.prof` file of `dir`. The order is the number of rank files; every
 /// rank from 0 to order−1 must have its file.
@@ -21,7 +21,7 @@ pub(super) fn load_dir(dir: &Path) -> Result<CommMatrix, MatrixError> {
         })?;
         parse_dump(&text, &path.display().to_string(), order, &mut triples)?;
     }
-    Ok(CommMatrix::from_triples(order, triples))
+    CommMatrix::from_u32_triples(order, triples, &dir.display().to_string())
 }
 
 /// The dump files of a directory, indexed by rank.
@@ -48,6 +48,15 @@ fn rank_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, MatrixError> {
         }
     }
     by_rank.sort();
+    if by_rank.len() > MAX_RANKS {
+        return Err(MatrixError::BadDumpDir {
+            path: dir.to_owned(),
+            problem: format!(
+                "{} dump files, above the limit of {MAX_RANKS} ranks",
+                by_rank.len()
+            ),
+        });
+    }
     if by_rank.is_empty() {
         return Err(MatrixError::BadDumpDir {
             path: dir.to_owned(),
@@ -73,7 +82,7 @@ fn parse_dump(
     text: &str,
     origin: &str,
     order: usize,
-    triples: &mut Vec<(usize, usize, f64)>,
+    triples: &mut Vec<(u32, u32, f64)>,
 ) -> Result<(), MatrixError> {
     for (index, line) in text.lines().enumerate() {
         let line_no = index + 1;
@@ -88,8 +97,8 @@ fn parse_dump(
             expected: "'E|I<TAB>SRC<TAB>DST<TAB>N bytes<TAB>...'",
             found: line.to_owned(),
         };
-        let src = parse_rank(fields.next().ok_or_else(bad)?, origin, line_no)?;
-        let dst = parse_rank(fields.next().ok_or_else(bad)?, origin, line_no)?;
+        let src = parse_rank(fields.next().ok_or_else(bad)?.as_bytes(), origin, line_no)?;
+        let dst = parse_rank(fields.next().ok_or_else(bad)?.as_bytes(), origin, line_no)?;
         let bytes_field = fields.next().ok_or_else(bad)?;
         let bytes: u64 = bytes_field
             .strip_suffix(" bytes")
@@ -102,7 +111,9 @@ fn parse_dump(
                 value: format!("{src}->{dst} (only {order} dump files)"),
             });
         }
-        triples.push((src, dst, bytes as f64));
+        if src != dst && bytes != 0 {
+            triples.push((src as u32, dst as u32, bytes as f64));
+        }
     }
     Ok(())
 }

@@ -70,6 +70,11 @@ impl Placement {
             let core: usize = core
                 .parse()
                 .map_err(|_| bad("the core is not a non-negative integer"))?;
+            if !crate::availability::is_hostname(node) {
+                return Err(bad(
+                    "the node is not a valid host name (letters, digits, '-' and '.')",
+                ));
+            }
             if rank > max_rank {
                 return Err(bad(&format!("the rank is above the limit of {max_rank}")));
             }
@@ -252,5 +257,10 @@ mod tests {
         assert_eq!(e, "p:1: expected 'RANK NODE CORE': '0 a'");
         let e = Placement::parse("x a 0\n", "p").unwrap_err().to_string();
         assert!(e.contains("the rank is not"), "{e}");
+        let e = Placement::parse("0 a=b 0\n", "p").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "p:1: the node is not a valid host name (letters, digits, '-' and '.'): '0 a=b 0'"
+        );
     }
 }

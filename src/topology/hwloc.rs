@@ -104,13 +104,25 @@ fn xml_format_version(text: &str) -> Option<&str> {
 /// hwloc's reason for refusing it is in the error when `HWLOC_SYNTHETIC_VERBOSE` is set
 /// (the `rankmig` binary sets it).
 ///
-/// The product of the counts (`TYPE:COUNT` words) must be at most [`MAX_LEAVES`];
-/// it is checked before hwloc builds anything.
+/// The product of the counts (`TYPE:COUNT` or bare `COUNT` words) must be at most
+/// [`MAX_LEAVES`], and that product times the widest count at most
+/// [`MAX_SYNTHETIC_WORK`]: hwloc's time to build a synthetic topology grows with the
+/// objects times the widest level (`pack:2 core:8192 pu:1` took 142 s). Both are
+/// checked before hwloc builds anything. Larger machines are described with `--nodes`
+/// or an XML export.
 pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, TopologyError> {
-    if synthetic_objects(description).is_none_or(|n| n > MAX_LEAVES as u64) {
+    let work = synthetic_objects(description)
+        .zip(widest_count(description))
+        .and_then(|(n, w)| n.checked_mul(w).map(|work| (n, work)));
+    let Some((_, work)) = work.filter(|&(n, _)| n <= MAX_LEAVES as u64) else {
         return Err(TopologyError::TooLarge {
             what: "synthetic topology",
             value: format!("'{description}'"),
+        });
+    };
+    if work > MAX_SYNTHETIC_WORK {
+        return Err(TopologyError::SyntheticTooWide {
+            description: description.to_owned(),
         });
     }
     let build = || {
@@ -131,21 +143,41 @@ pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, Topol
     }
 }
 
-/// Number of objects at the bottom level of a synthetic description: the product of
-/// the leading digits after the `:` of each `TYPE:COUNT` word; `None` on overflow.
+/// Largest value of leaves × widest count of a synthetic description (2^20): about a
+/// second of hwloc's time. `pack:2 core:64 pu:2` is 256 × 64; `pack:2 core:512 pu:1`
+/// is refused.
+pub const MAX_SYNTHETIC_WORK: u64 = 1 << 20;
+
+/// The widest count of a synthetic description (as [`synthetic_objects`] reads them).
+fn widest_count(description: &str) -> Option<u64> {
+    let mut widest = 1u64;
+    for word in description.split_whitespace() {
+        let rest = word.split_once(':').map_or(word, |(_, rest)| rest);
+        let digits: &str = &rest[..rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len())];
+        if !digits.is_empty() {
+            widest = widest.max(digits.parse::<u64>().ok()?);
+        }
+    }
+    Some(widest)
+}
+
+/// Number of objects at the bottom level of a synthetic description, over-estimated:
+/// the product of the counts of every word, a count being the leading digits after the
+/// `:` of a `TYPE:COUNT` word or the leading digits of a bare `COUNT` word (hwloc reads
+/// `2 4 8` as three levels); a count of 0 counts as 1. `None` on overflow.
 fn synthetic_objects(description: &str) -> Option<u64> {
     let mut n = 1u64;
     for word in description.split_whitespace() {
-        let Some((_, rest)) = word.split_once(':') else {
-            continue;
-        };
+        let rest = word.split_once(':').map_or(word, |(_, rest)| rest);
         let digits: &str = &rest[..rest
             .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(rest.len())];
         if digits.is_empty() {
             continue;
         }
-        n = n.checked_mul(digits.parse::<u64>().ok()?)?;
+        n = n.checked_mul(digits.parse::<u64>().ok()?.max(1))?;
     }
     Some(n)
 }

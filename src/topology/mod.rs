@@ -16,6 +16,8 @@ mod hwloc_stderr;
 mod os_cpus;
 mod tree;
 
+pub use hwloc::MAX_SYNTHETIC_WORK;
+
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -146,6 +148,16 @@ pub enum TopologyError {
     /// The tree has no leaf (no core, or everything filtered away).
     #[error("the topology has no usable leaf")]
     NoLeaves,
+    /// A synthetic description hwloc would take too long to build (see
+    /// [`MAX_SYNTHETIC_WORK`]).
+    #[error(
+        "synthetic topology '{description}': its leaves times its widest level exceed {}; describe large machines with --nodes or an XML export",
+        MAX_SYNTHETIC_WORK
+    )]
+    SyntheticTooWide {
+        /// The description.
+        description: String,
+    },
     /// A size given by the user would make a tree of more than [`MAX_LEAVES`] leaves.
     #[error("{what} {value}: more than {MAX_LEAVES} leaves, the limit")]
     TooLarge {
@@ -218,36 +230,19 @@ fn from_tleaf_file(path: &std::path::Path) -> Result<Tree, TopologyError> {
     Tree::from_arities(&arities)
 }
 
-/// Parses an index list such as `0-7,16-23` or `3,5,9` (sorted, duplicates removed).
-/// Indexes go from 0 to [`MAX_CPU_INDEX`]; memory use does not depend on the values.
+/// Parses an index list such as `0-7,16-23` or `3,5,9`, returned sorted. Indexes go
+/// from 0 to [`MAX_CPU_INDEX`]; an index named twice (`0,0` or `0-3,2`) is an error,
+/// not silently merged. Time and memory depend on the indexes listed, not on their
+/// values.
 ///
 /// ```
-/// assert_eq!(rankmig::topology::parse_index_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
-/// assert_eq!(rankmig::topology::parse_index_list("0-3,2").unwrap(), vec![0, 1, 2, 3]);
+/// assert_eq!(rankmig::topology::parse_index_list("5,0-2").unwrap(), vec![0, 1, 2, 5]);
 /// assert!(rankmig::topology::parse_index_list("3-1").is_err());
 /// assert!(rankmig::topology::parse_index_list("0-65536").is_err());
+/// assert!(rankmig::topology::parse_index_list("0-3,2").is_err());
 /// ```
 pub fn parse_index_list(list: &str) -> Result<Vec<usize>, IndexListError> {
-    parse_list(list, false)
-}
-
-/// Like [`parse_index_list`], but an index named twice (`0-3,2`) is an error naming it.
-///
-/// ```
-/// use rankmig::topology::parse_index_list_unique;
-/// assert_eq!(parse_index_list_unique("4,0-2").unwrap(), vec![0, 1, 2, 4]);
-/// assert_eq!(
-///     parse_index_list_unique("0-3,2").unwrap_err().to_string(),
-///     "'0-3,2' names 2 twice"
-/// );
-/// ```
-pub fn parse_index_list_unique(list: &str) -> Result<Vec<usize>, IndexListError> {
-    parse_list(list, true)
-}
-
-fn parse_list(list: &str, unique: bool) -> Result<Vec<usize>, IndexListError> {
-    let mut seen = vec![false; MAX_CPU_INDEX + 1];
-    let mut any = false;
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
     for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad = || IndexListError::Malformed(part.to_owned());
         let index = |t: &str| {
@@ -267,21 +262,40 @@ fn parse_list(list: &str, unique: bool) -> Result<Vec<usize>, IndexListError> {
         if lo > hi {
             return Err(bad());
         }
-        if unique {
-            if let Some(again) = (lo..=hi).find(|&i| seen[i]) {
-                return Err(IndexListError::Repeated {
-                    list: list.to_owned(),
-                    index: again,
-                });
-            }
-        }
-        seen[lo..=hi].fill(true);
-        any = true;
+        ranges.push((lo, hi));
     }
-    if !any {
+    if ranges.is_empty() {
         return Err(IndexListError::Malformed(list.to_owned()));
     }
-    Ok((0..=MAX_CPU_INDEX).filter(|&i| seen[i]).collect())
+    ranges.sort_unstable();
+    let mut indexes = Vec::new();
+    let mut highest: Option<usize> = None;
+    for &(lo, hi) in &ranges {
+        if highest.is_some_and(|h| lo <= h) {
+            return Err(IndexListError::Repeated {
+                list: list.to_owned(),
+                index: lo,
+            });
+        }
+        highest = Some(hi);
+        indexes.extend(lo..=hi);
+    }
+    Ok(indexes)
+}
+
+/// The same as [`parse_index_list`], which refuses an index named twice too; the name
+/// says so at the call sites where that matters.
+///
+/// ```
+/// use rankmig::topology::parse_index_list_unique;
+/// assert_eq!(parse_index_list_unique("4,0-2").unwrap(), vec![0, 1, 2, 4]);
+/// assert_eq!(
+///     parse_index_list_unique("0-3,2").unwrap_err().to_string(),
+///     "'0-3,2' names 2 twice"
+/// );
+/// ```
+pub fn parse_index_list_unique(list: &str) -> Result<Vec<usize>, IndexListError> {
+    parse_index_list(list)
 }
 
 /// Writes indexes (ascending) as a list such as `0-3,8,10-11`, the inverse of
@@ -316,7 +330,7 @@ pub enum IndexListError {
     /// A part does not parse, or names an index above [`MAX_CPU_INDEX`].
     #[error("'{0}' is not an index list (indexes 0 to 65535, e.g. 0-7,16-23)")]
     Malformed(String),
-    /// An index is named twice (only refused by [`parse_index_list_unique`]).
+    /// An index is named twice .
     #[error("'{list}' names {index} twice")]
     Repeated {
         /// The whole list.

@@ -39,26 +39,25 @@ pub fn round_robin(
     factor: usize,
 ) -> Vec<usize> {
     let all = slots(tree, allowed, factor);
-    let mut nodes: Vec<u32> = all.iter().map(|&l| tree.leaves()[l].node).collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    let mut per_node: Vec<std::collections::VecDeque<usize>> = nodes
-        .iter()
-        .map(|&n| {
-            all.iter()
-                .copied()
-                .filter(|&l| tree.leaves()[l].node == n)
-                .collect()
-        })
-        .collect();
-    let mut out = Vec::with_capacity(ranks);
-    let mut next = 0usize;
-    while out.len() < ranks && per_node.iter().any(|q| !q.is_empty()) {
-        let k = next % per_node.len();
-        next += 1;
-        if let Some(l) = per_node[k].pop_front() {
-            out.push(l);
+    // The slots of each node, nodes in increasing number, in one pass over the slots.
+    let mut by_node: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for &l in &all {
+        by_node.entry(tree.leaves()[l].node).or_default().push(l);
+    }
+    let queues: Vec<Vec<usize>> = by_node.into_values().collect();
+    // Round r takes the r-th slot of every node that still has one, in node order.
+    let mut active: Vec<usize> = (0..queues.len()).collect();
+    let mut out = Vec::with_capacity(ranks.min(all.len()));
+    let mut round = 0usize;
+    while out.len() < ranks && !active.is_empty() {
+        for &k in &active {
+            if out.len() == ranks {
+                break;
+            }
+            out.push(queues[k][round]);
         }
+        round += 1;
+        active.retain(|&k| queues[k].len() > round);
     }
     out
 }
@@ -94,5 +93,22 @@ mod tests {
         assert_eq!(sorted, (0..8).collect::<Vec<_>>());
         assert_eq!(r, random(&tree, 8, None, 1, 7));
         assert_eq!(packed(&tree, 3, Some(&[5, 1]), 2), vec![1, 1, 5]);
+        // Uneven nodes: the full node is skipped, the others keep their turns.
+        assert_eq!(
+            round_robin(&tree, 6, Some(&[0, 4, 5, 6, 7]), 1),
+            vec![0, 4, 5, 6, 7]
+        );
+        assert_eq!(round_robin(&tree, 3, Some(&[0, 1, 4]), 2), vec![0, 4, 0]);
+    }
+
+    #[test]
+    fn round_robin_is_linear_in_the_slots() {
+        // 200 000 one-leaf nodes: a scan of every node per slot would take minutes.
+        let tree = Tree::cluster(&Tree::from_arities(&[1]).unwrap(), 200_000).unwrap();
+        let start = std::time::Instant::now();
+        let r = round_robin(&tree, 200_000, None, 1);
+        assert_eq!(r.len(), 200_000);
+        assert_eq!(r[199_999], 199_999);
+        assert!(start.elapsed().as_secs_f64() < 5.0, "{:?}", start.elapsed());
     }
 }

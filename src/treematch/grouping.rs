@@ -29,16 +29,29 @@ pub struct GroupingParams {
     pub refine_passes: usize,
 }
 
+/// Most units a level may have for the exhaustive search: it keeps an m × m weight
+/// table, so the search is bounded in memory whatever the partition count says.
+pub const EXACT_MAX_UNITS: usize = 32;
+
 /// Groups the units: returns, for each group, its members.
 pub fn group_level(
     graph: &SymGraph,
     request: &LevelRequest,
     params: GroupingParams,
 ) -> Vec<Vec<u32>> {
-    if let Some(k) = uniform_arity(request)
-        && partition_count(graph.order(), k) <= params.exact_limit
-    {
-        return exact_uniform(graph, k, request.templates.len());
+    if let Some(k) = uniform_arity(request) {
+        let m = graph.order();
+        if k == 1 {
+            // Every unit is a group of its own: nothing to choose.
+            return (0..m as u32).map(|u| vec![u]).collect();
+        }
+        if k == m {
+            // One group takes every unit.
+            return vec![(0..m as u32).collect()];
+        }
+        if m <= EXACT_MAX_UNITS && partition_count(m, k) <= params.exact_limit {
+            return exact_uniform(graph, k, request.templates.len());
+        }
     }
     let mut groups = greedy(graph, request);
     if params.refine_passes > 0 {
@@ -482,6 +495,23 @@ mod tests {
             assert_eq!(shapes, vec![0, 1]);
         }
         assert_eq!(internal(&m, &groups), 20.0 / 2.0);
+    }
+
+    #[test]
+    fn trivial_levels_need_no_search_and_no_quadratic_table() {
+        // 200 000 units in one group, or each alone: an m × m table would be 320 GB.
+        let m = 200_000;
+        let graph = CommMatrix::from_triples(m, [(0, 1, 1.0)]).symmetric();
+        let params = GroupingParams {
+            exact_limit: 1e9,
+            refine_passes: 0,
+        };
+        let one = group_level(&graph, &uniform(m, m), params);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].len(), m);
+        let alone = group_level(&graph, &uniform(m, 1), params);
+        assert_eq!(alone.len(), m);
+        assert!(alone.iter().enumerate().all(|(i, g)| g == &[i as u32]));
     }
 
     #[test]

@@ -73,12 +73,34 @@ pub struct Metrics {
 }
 
 /// Evaluates a mapping (`leaf_of_rank[r]` = leaf of rank r in `tree`).
+///
+/// Two ranks stacked on one leaf count as neighbours under the lowest link (one level
+/// climbed), never as free: a mapping that stacks ranks while leaves are free is not
+/// rewarded over one that spreads them. A metric that is not finite (volumes or link
+/// costs near `f64::MAX`) is an error, not an `inf` or `NaN` in the report.
 pub fn evaluate(
     graph: &SymGraph,
     tree: &Tree,
     leaf_of_rank: &[usize],
     costs: &LinkCosts,
-) -> Metrics {
+) -> Result<Metrics, MapError> {
+    let m = accumulate(graph, tree, leaf_of_rank, costs);
+    for (name, value) in [
+        ("hop-bytes", m.hop_bytes),
+        ("sum-com", m.sum_com),
+        ("inter-node", m.inter_node),
+    ] {
+        if !value.is_finite() {
+            return Err(MapError::BadOption(format!(
+                "{name} is {value}: the volumes times the link costs exceed the range of numbers; scale the matrix or --costs down"
+            )));
+        }
+    }
+    Ok(m)
+}
+
+/// The sums of [`evaluate`], unchecked.
+fn accumulate(graph: &SymGraph, tree: &Tree, leaf_of_rank: &[usize], costs: &LinkCosts) -> Metrics {
     let depth = tree.depth();
     let leaves = tree.leaves();
     let mut m = Metrics {
@@ -92,7 +114,8 @@ pub fn evaluate(
                 continue;
             }
             let lj = leaf_of_rank[j];
-            let climbed = depth - tree.common_depth(li, lj);
+            // Stacked ranks (same leaf) climb one level, as siblings would.
+            let climbed = (depth - tree.common_depth(li, lj)).max(1.min(depth));
             m.hop_bytes += w * (2 * climbed) as f64;
             m.sum_com += w * costs.climb(climbed);
             if leaves[li].node != leaves[lj].node {
@@ -105,7 +128,7 @@ pub fn evaluate(
 
 /// Hop-bytes only.
 pub fn hop_bytes(graph: &SymGraph, tree: &Tree, leaf_of_rank: &[usize]) -> f64 {
-    evaluate(
+    accumulate(
         graph,
         tree,
         leaf_of_rank,
@@ -126,10 +149,24 @@ mod tests {
         let tree = Tree::cluster(&node, 2).unwrap();
         let g = CommMatrix::from_triples(3, [(0, 1, 10.0), (1, 0, 10.0), (0, 2, 5.0)]).symmetric();
         let costs = LinkCosts::parse("100,1", 2).unwrap();
-        let m = evaluate(&g, &tree, &[0, 1, 2], &costs);
+        let m = evaluate(&g, &tree, &[0, 1, 2], &costs).unwrap();
         assert_eq!(m.hop_bytes, 20.0 * 2.0 + 5.0 * 4.0);
         assert_eq!(m.sum_com, 20.0 * 1.0 + 5.0 * 101.0);
         assert_eq!(m.inter_node, 5.0);
+    }
+
+    #[test]
+    fn stacking_is_not_free_and_overflow_is_an_error() {
+        let node = Tree::from_arities(&[2, 2]).unwrap();
+        let g = CommMatrix::from_triples(2, [(0, 1, 10.0)]).symmetric();
+        let costs = LinkCosts::default_for(2);
+        let stacked = evaluate(&g, &node, &[0, 0], &costs).unwrap();
+        let siblings = evaluate(&g, &node, &[0, 1], &costs).unwrap();
+        assert_eq!(stacked, siblings);
+        assert_eq!(stacked.hop_bytes, 20.0);
+        let huge = LinkCosts::parse("1e308,1e308", 2).unwrap();
+        let e = evaluate(&g, &node, &[0, 3], &huge).unwrap_err().to_string();
+        assert!(e.contains("sum-com is inf"), "{e}");
     }
 
     #[test]

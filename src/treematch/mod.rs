@@ -29,6 +29,7 @@ pub mod grouping;
 pub mod metrics;
 pub mod patterns;
 pub mod refine;
+mod spread;
 
 use std::collections::HashMap;
 
@@ -138,8 +139,9 @@ pub fn map(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Result<Mappin
         Some(allowed) => tree.restrict(allowed)?,
         None => (tree.clone(), (0..tree.leaf_count()).collect()),
     };
-    let work = usable.with_slots(options.oversubscribe)?;
     let ranks = graph.order();
+    let factor = effective_oversubscription(ranks, usable.leaf_count(), options.oversubscribe);
+    let work = usable.with_slots(factor)?;
     if ranks > work.leaf_count() {
         return Err(MapError::TooManyRanks {
             ranks,
@@ -161,13 +163,26 @@ pub fn map(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Result<Mappin
         refine::restarts(graph, &work, &mut slots, options.final_refine_passes);
         slots
     };
-    let factor = options.oversubscribe;
+    let mut usable_leaf: Vec<usize> = slot_of_rank.iter().map(|&slot| slot / factor).collect();
+    spread::fill_free_leaves(&mut usable_leaf, usable.leaf_count());
     Ok(Mapping::new(
-        slot_of_rank
-            .iter()
-            .map(|&slot| leaf_of_usable[slot / factor])
-            .collect(),
+        usable_leaf.iter().map(|&u| leaf_of_usable[u]).collect(),
     ))
+}
+
+/// The oversubscription actually used for `ranks` ranks on `leaves` usable leaves when
+/// up to `requested` ranks per leaf are allowed: the smallest factor that fits, so no
+/// leaf is shared while another is free (10 ranks on 16 cores use 1 rank per core even
+/// with `--oversubscribe 2`). Never above `requested`, at least 1.
+///
+/// ```
+/// use rankmig::treematch::effective_oversubscription;
+/// assert_eq!(effective_oversubscription(10, 16, 2), 1);
+/// assert_eq!(effective_oversubscription(17, 16, 1024), 2);
+/// assert_eq!(effective_oversubscription(40, 16, 2), 2);
+/// ```
+pub fn effective_oversubscription(ranks: usize, leaves: usize, requested: usize) -> usize {
+    ranks.div_ceil(leaves.max(1)).clamp(1, requested.max(1))
 }
 
 /// Largest mean degree for which the recursive-bisection start is computed.

@@ -1,6 +1,8 @@
 //! Helpers shared by the tests that run the Jacobi example under real `mpirun`.
 #![allow(dead_code)]
 
+pub mod limited;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, OnceLock};
