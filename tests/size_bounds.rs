@@ -166,7 +166,7 @@ fn bare_counts_of_a_synthetic_topology_are_bounded_too() {
 #[test]
 fn synthetic_descriptions_hwloc_would_build_for_minutes_are_refused() {
     // hwloc took 142 s on this one and 4.7 s on the second (found by the fuzzer).
-    for desc in ["pack:2 core:8192 pu:1", "2 48 8 8 8"] {
+    for desc in ["pack:2 core:8192 pu:1", "2 48 8 8 8", "2 4 8 4 8 8 8"] {
         let start = Instant::now();
         let e = TopologySpec::Synthetic(desc.into())
             .load(LeafKind::Core)

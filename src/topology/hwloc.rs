@@ -107,7 +107,8 @@ fn xml_format_version(text: &str) -> Option<&str> {
 /// The product of the counts (`TYPE:COUNT` or bare `COUNT` words) must be at most
 /// [`MAX_LEAVES`], and that product times the widest count at most
 /// [`MAX_SYNTHETIC_WORK`]: hwloc's time to build a synthetic topology grows with the
-/// objects times the widest level (`pack:2 core:8192 pu:1` took 142 s). Both are
+/// objects times the widest level (`pack:2 core:8192 pu:1` took 142 s), and the
+/// product at most [`MAX_SYNTHETIC_LEAVES`]. All are
 /// checked before hwloc builds anything. Larger machines are described with `--nodes`
 /// or an XML export.
 pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, TopologyError> {
@@ -120,7 +121,9 @@ pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, Topol
             value: format!("'{description}'"),
         });
     };
-    if work > MAX_SYNTHETIC_WORK {
+    if work > MAX_SYNTHETIC_WORK
+        || synthetic_objects(description).is_none_or(|n| n > MAX_SYNTHETIC_LEAVES)
+    {
         return Err(TopologyError::SyntheticTooWide {
             description: description.to_owned(),
         });
@@ -142,6 +145,10 @@ pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, Topol
         }),
     }
 }
+
+/// Most leaves a synthetic description may have (16 384): hwloc's build time grows
+/// faster than the leaves (`2 4 8 4 8 8 8`, 131 072 leaves, took 13 s of CPU).
+pub const MAX_SYNTHETIC_LEAVES: u64 = 1 << 14;
 
 /// Largest value of leaves × widest count of a synthetic description (2^20): about a
 /// second of hwloc's time. `pack:2 core:64 pu:2` is 256 × 64; `pack:2 core:512 pu:1`

@@ -16,7 +16,7 @@ mod hwloc_stderr;
 mod os_cpus;
 mod tree;
 
-pub use hwloc::MAX_SYNTHETIC_WORK;
+pub use hwloc::{MAX_SYNTHETIC_LEAVES, MAX_SYNTHETIC_WORK};
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -151,7 +151,8 @@ pub enum TopologyError {
     /// A synthetic description hwloc would take too long to build (see
     /// [`MAX_SYNTHETIC_WORK`]).
     #[error(
-        "synthetic topology '{description}': its leaves times its widest level exceed {}; describe large machines with --nodes or an XML export",
+        "synthetic topology '{description}': more than {} leaves, or leaves times its widest level above {}; describe large machines with --nodes or an XML export",
+        MAX_SYNTHETIC_LEAVES,
         MAX_SYNTHETIC_WORK
     )]
     SyntheticTooWide {
