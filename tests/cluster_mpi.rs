@@ -52,8 +52,15 @@ impl Cluster {
         self.path("run")
     }
 
-    /// `rankmig run` on the emulated cluster, in the background.
+    /// `rankmig run` on the emulated cluster, in the background, planning on a given
+    /// node tree of 4 cores.
     fn start(&self, ranks: usize, extra: &[&str]) -> Child {
+        self.launch(ranks, extra, Some("synthetic:core:4 pu:1"))
+    }
+
+    /// `rankmig run` on the emulated cluster, in the background, with `--node-topology`
+    /// if given (else the hosts' live trees, gathered from the ranks).
+    fn launch(&self, ranks: usize, extra: &[&str], node_topology: Option<&str>) -> Child {
         let mut cmd = self.rankmig();
         cmd.args([
             "run",
@@ -63,19 +70,18 @@ impl Cluster {
             "av",
             "--hostfile",
             "hosts",
-        ])
-        .args([
             "--emulated-cluster",
-            "--node-topology",
-            "synthetic:core:4 pu:1",
-        ])
-        .args(["--run-dir", "run", "--check-every", "50"])
-        .args(extra)
-        .arg("--")
-        .arg(jacobi())
-        .args(["--size", SIZE, "--iters", ITERS])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        ]);
+        if let Some(tree) = node_topology {
+            cmd.args(["--node-topology", tree]);
+        }
+        cmd.args(["--run-dir", "run", "--check-every", "50"])
+            .args(extra)
+            .arg("--")
+            .arg(jacobi())
+            .args(["--size", SIZE, "--iters", ITERS])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         cmd.spawn().expect("rankmig run")
     }
 
@@ -391,5 +397,34 @@ fn a_dead_host_is_left_by_an_automatic_restart() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("host(s) h2 lost"), "{stderr}");
     assert!(out.status.success(), "{stderr}");
+    assert_eq!(checksum(&out), expected);
+}
+
+/// Without `--node-topology` each host is planned on its own live hwloc tree, gathered
+/// from the ranks: a host dropped, its ranks land on a spare, where the plan says.
+#[test]
+fn hosts_are_planned_on_their_live_trees() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let expected = reference();
+    let cluster = Cluster::new(&["h1", "h2", "h3"], "h1 2\nh2 2\n");
+    let child = cluster.launch(4, &[], None);
+    let root = child.id();
+    wait_until("the job to start", Duration::from_secs(60), || {
+        started(&cluster)
+    });
+    assert_processes_follow(&cluster, root, "placement-0.txt");
+    cluster.edit("h2 2\nh3 2\n");
+    wait_until("the step", Duration::from_secs(90), || {
+        !cluster.records().is_empty()
+    });
+    let record = &cluster.records()[0];
+    assert_eq!(record["outcome"], "migrated", "{record}");
+    assert_eq!(record["moves"], 2, "{record}");
+    assert_processes_follow(&cluster, root, "placement-1.txt");
+    assert!(!per_host(&live_hosts(root)).contains_key("h1"));
+    let out = finish(child);
     assert_eq!(checksum(&out), expected);
 }

@@ -302,3 +302,68 @@ fn example_availability_files_parse() {
         Some(&[0, 1, 2, 3][..])
     );
 }
+
+/// Hosts with different hwloc trees (real XML exports): each node is planned on its
+/// own tree. A 16-core node and a 36-core Skylake node; the small node shrinks to 8 cores
+/// and its 8 leavers land on the big node's free cores (24..35), which a plan on the
+/// small node's tree alone cannot even name.
+#[test]
+fn nodes_with_different_trees_are_planned_on_their_own_tree() {
+    use rankmig::planner::{NodeTrees, plan_on};
+    let small = TopologySpec::Xml(data("topologies/32em64t-2n8c2t-pci-noio.xml"))
+        .load(LeafKind::Core)
+        .unwrap();
+    let big = TopologySpec::Xml(data("topologies/Intel-Skylake-2xXeon6140.xml"))
+        .load(LeafKind::Core)
+        .unwrap();
+    assert_eq!((small.leaf_count(), big.leaf_count()), (16, 36));
+    let mut locations: Vec<Location> = (0..16)
+        .map(|core| Location {
+            node: "small".into(),
+            core,
+        })
+        .collect();
+    locations.extend((0..24).map(|core| Location {
+        node: "big".into(),
+        core,
+    }));
+    let before = Placement::new(locations);
+    let graph = CommMatrix::load(&data("matrices/cg.W.64.mat"), MatrixFormat::Auto)
+        .unwrap()
+        .symmetric()
+        .subgraph(&(0..40).collect::<Vec<_>>());
+    let av = avail("small 8\nbig 36\n");
+
+    let uniform = plan(&av, &before, &graph, &small, &PlanOptions::default());
+    assert!(
+        matches!(uniform, Err(PlanError::NoSuchCore { ref node, .. }) if node == "big"),
+        "{uniform:?}"
+    );
+
+    let trees = NodeTrees::uniform(&small).with_node("big", big.clone());
+    let p = plan_on(&av, &before, &graph, &trees, &PlanOptions::default()).unwrap();
+    check_invariants(&av, &before, &p);
+    assert_eq!(p.moves.len(), 8);
+    let landed: BTreeSet<usize> = p.moves.iter().map(|m| m.to.core).collect();
+    assert!(
+        p.moves
+            .iter()
+            .all(|m| m.from.node == "small" && m.to.node == "big")
+    );
+    assert_eq!(landed.len(), 8, "two leavers share a core: {landed:?}");
+    assert!(landed.iter().all(|c| (24..36).contains(c)), "{landed:?}");
+    // Hop-bytes use each node's depth: a pair split between the nodes costs
+    // depth(small) + depth(big) + 2 edges.
+    let a = Location {
+        node: "small".into(),
+        core: 0,
+    };
+    let b = Location {
+        node: "big".into(),
+        core: 0,
+    };
+    assert_eq!(
+        rankmig::planner::location_hops_on(&trees, &a, &b),
+        small.depth() + big.depth() + 2
+    );
+}

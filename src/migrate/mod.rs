@@ -19,8 +19,8 @@ pub mod allocation;
 pub mod job;
 pub mod launch;
 pub mod mpirun;
-#[cfg(feature = "mpi")]
 pub mod probe;
+#[cfg(feature = "mpi")]
 pub mod protocol;
 pub mod record;
 pub mod report;

@@ -4,8 +4,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use super::job::pacing::CheckSpacing;
-
 /// Run directory (records: placements, plans, per-iteration times). Unset = the job runs
 /// without availability watching or records, as a plain checkpointing application.
 pub const ENV_RUN_DIR: &str = "RANKMIG_RUN_DIR";
@@ -117,5 +115,21 @@ impl JobSettings {
     /// True when the job watches an availability file and may migrate.
     pub fn migrates(&self) -> bool {
         self.availability.is_some()
+    }
+}
+
+/// How checks are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CheckSpacing {
+    /// Every N calls (N ≥ 1), as `--check-every N` asks.
+    Calls(u64),
+    /// About every this many milliseconds of wall time.
+    Millis(u64),
+}
+
+impl Default for CheckSpacing {
+    /// Paced by time, one check per second.
+    fn default() -> Self {
+        Self::Millis(super::launch::DEFAULT_CHECK_INTERVAL_MS)
     }
 }

@@ -25,6 +25,7 @@
 //! ```
 
 mod cost;
+mod node_trees;
 mod placement;
 mod steps;
 
@@ -37,7 +38,8 @@ use crate::matrix::SymGraph;
 use crate::topology::Tree;
 use crate::treematch::MapError;
 
-pub use cost::placement_hop_bytes;
+pub use cost::{location_hops_on, placement_hop_bytes, placement_hop_bytes_on};
+pub use node_trees::NodeTrees;
 pub use placement::{Location, Placement, PlacementError};
 pub use steps::{Targets, place_leavers, select_leavers};
 
@@ -140,17 +142,27 @@ pub fn plan(
     node_tree: &Tree,
     options: &PlanOptions,
 ) -> Result<Plan, PlanError> {
-    check_inputs(availability, placement, graph, node_tree)?;
+    plan_on(
+        availability,
+        placement,
+        graph,
+        &NodeTrees::uniform(node_tree),
+        options,
+    )
+}
+
+/// [`plan`] where nodes may have different trees (`trees.of(node)`).
+pub fn plan_on(
+    availability: &Availability,
+    placement: &Placement,
+    graph: &SymGraph,
+    trees: &NodeTrees<'_>,
+    options: &PlanOptions,
+) -> Result<Plan, PlanError> {
+    check_inputs(availability, placement, graph, trees)?;
     let targets = Targets::new(availability, placement, graph.order());
     let leavers = select_leavers(&targets, placement, graph)?;
-    let placed = place_leavers(
-        &targets,
-        placement,
-        &leavers,
-        graph,
-        node_tree,
-        options.step2,
-    )?;
+    let placed = place_leavers(&targets, placement, &leavers, graph, trees, options.step2)?;
     let mut after = placement.locations().to_vec();
     let mut moves = Vec::with_capacity(leavers.len());
     for (&rank, to) in leavers.iter().zip(placed) {
@@ -165,8 +177,8 @@ pub fn plan(
     let after = Placement::new(after);
     Ok(Plan {
         minimum_moves: targets.minimum_moves(),
-        hop_bytes_before: placement_hop_bytes(graph, node_tree, placement),
-        hop_bytes_after: placement_hop_bytes(graph, node_tree, &after),
+        hop_bytes_before: placement_hop_bytes_on(graph, trees, placement),
+        hop_bytes_after: placement_hop_bytes_on(graph, trees, &after),
         nodes: targets.node_loads(&after),
         moves,
         placement: after,
@@ -180,12 +192,13 @@ pub fn place(
     graph: &SymGraph,
     node_tree: &Tree,
 ) -> Result<Placement, PlanError> {
-    check_offers(availability, node_tree)?;
+    let trees = NodeTrees::uniform(node_tree);
+    check_offers(availability, &trees)?;
     let n = graph.order();
     let empty = Placement::new(Vec::new());
     let targets = Targets::new(availability, &empty, n);
     let everyone: Vec<usize> = (0..n).collect();
-    let placed = place_leavers(&targets, &empty, &everyone, graph, node_tree, Step2::Paper)?;
+    let placed = place_leavers(&targets, &empty, &everyone, graph, &trees, Step2::Paper)?;
     Ok(Placement::new(placed))
 }
 
@@ -193,7 +206,7 @@ fn check_inputs(
     availability: &Availability,
     placement: &Placement,
     graph: &SymGraph,
-    node_tree: &Tree,
+    trees: &NodeTrees<'_>,
 ) -> Result<(), PlanError> {
     if placement.len() != graph.order() {
         return Err(PlanError::RankCount {
@@ -201,25 +214,27 @@ fn check_inputs(
             matrix: graph.order(),
         });
     }
-    let cores = node_tree.leaf_count();
-    if let Some(l) = placement.locations().iter().find(|l| l.core >= cores) {
-        return Err(PlanError::NoSuchCore {
-            node: l.node.clone(),
-            core: l.core,
-            cores,
-        });
+    for l in placement.locations() {
+        let cores = trees.of(&l.node).leaf_count();
+        if l.core >= cores {
+            return Err(PlanError::NoSuchCore {
+                node: l.node.clone(),
+                core: l.core,
+                cores,
+            });
+        }
     }
-    check_offers(availability, node_tree)
+    check_offers(availability, trees)
 }
 
-fn check_offers(availability: &Availability, node_tree: &Tree) -> Result<(), PlanError> {
+fn check_offers(availability: &Availability, trees: &NodeTrees<'_>) -> Result<(), PlanError> {
     if availability.total_cores() == 0 {
         return Err(PlanError::NoCores);
     }
     // More cores offered than the node tree has is allowed: the extra ones become
     // oversubscription slots. A cpus= list must name cores that exist.
-    let cores = node_tree.leaf_count();
     for offer in availability.nodes() {
+        let cores = trees.of(&offer.name).leaf_count();
         if let Some(&core) = offer.cpus.iter().flatten().find(|&&c| c >= cores) {
             return Err(PlanError::NoSuchCore {
                 node: offer.name.clone(),

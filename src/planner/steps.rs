@@ -7,8 +7,7 @@ use crate::matrix::SymGraph;
 use crate::topology::{Leaf, Shape, Tree};
 use crate::treematch::{MapOptions, map};
 
-use super::cost::location_hops;
-use super::{Location, NodeLoad, Placement, PlanError, Step2};
+use super::{Location, NodeLoad, NodeTrees, Placement, PlanError, Step2};
 
 /// One node as the planner sees it.
 #[derive(Debug, Clone)]
@@ -154,7 +153,7 @@ pub fn place_leavers(
     placement: &Placement,
     leavers: &[usize],
     graph: &SymGraph,
-    node_tree: &Tree,
+    trees: &NodeTrees<'_>,
     variant: Step2,
 ) -> Result<Vec<Location>, PlanError> {
     if leavers.is_empty() {
@@ -163,6 +162,7 @@ pub fn place_leavers(
     let mut parts = Vec::new();
     let mut slot_locations: Vec<Location> = Vec::new();
     for node in &targets.nodes {
+        let node_tree = trees.of(&node.name);
         let Some(free) = free_slots(node, placement, node_tree) else {
             continue;
         };
@@ -180,7 +180,7 @@ pub fn place_leavers(
     if variant == Step2::Residents {
         refine_with_residents(
             graph,
-            node_tree,
+            trees,
             placement,
             leavers,
             &slot_locations,
@@ -235,14 +235,13 @@ fn free_slots(node: &NodeState, placement: &Placement, node_tree: &Tree) -> Opti
 /// slot) while the hop-bytes of the whole job, residents included, decrease.
 fn refine_with_residents(
     graph: &SymGraph,
-    node_tree: &Tree,
+    trees: &NodeTrees<'_>,
     placement: &Placement,
     leavers: &[usize],
     slots: &[Location],
     landing: &mut [usize],
 ) {
     const PASSES: usize = 8;
-    let hops = PositionHops::new(node_tree);
     let mut names: Vec<String> = Vec::new();
     let mut intern = |l: &Location| -> Position {
         let node = match names.iter().position(|n| *n == l.node) {
@@ -256,6 +255,7 @@ fn refine_with_residents(
     };
     let slot_pos: Vec<Position> = slots.iter().map(&mut intern).collect();
     let mut where_is: Vec<Position> = placement.locations().iter().map(&mut intern).collect();
+    let hops = PositionHops::new(trees, &names);
     let mut occupant: Vec<Option<usize>> = vec![None; slots.len()];
     for (k, &slot) in landing.iter().enumerate() {
         occupant[slot] = Some(k);
@@ -316,51 +316,50 @@ type Position = (u32, u32);
 /// memory never grows with the square of a user-given core count.
 const PRECOMPUTED_CORES_MAX: usize = 1024;
 
-/// Tree edges between positions, with the node tree's core distances precomputed
+/// Tree edges between positions, with each node tree's core distances precomputed
 /// for nodes of at most [`PRECOMPUTED_CORES_MAX`] cores (same rule as
-/// [`location_hops`]).
+/// [`super::cost::location_hops_on`]).
 struct PositionHops<'t> {
-    node_tree: &'t Tree,
-    cores: usize,
-    /// Empty when the node is too large to precompute.
-    between_cores: Vec<f64>,
-    between_nodes: f64,
+    /// Per node number: its tree, and its core-to-core table (empty when too large).
+    nodes: Vec<(&'t Tree, Vec<f64>)>,
+    /// Per node number: tree depth (for the edges between two nodes).
+    depths: Vec<usize>,
 }
 
 impl<'t> PositionHops<'t> {
-    fn new(node_tree: &'t Tree) -> Self {
-        let cores = node_tree.leaf_count();
-        let between_cores = if cores <= PRECOMPUTED_CORES_MAX {
-            (0..cores * cores)
-                .map(|k| node_tree.hops(k / cores, k % cores) as f64)
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let far = Location {
-            node: "a".into(),
-            core: 0,
-        };
-        let other = Location {
-            node: "b".into(),
-            core: 0,
-        };
-        Self {
-            node_tree,
-            cores,
-            between_cores,
-            between_nodes: location_hops(node_tree, &far, &other) as f64,
-        }
+    fn new(trees: &'t NodeTrees<'_>, names: &[String]) -> Self {
+        let nodes: Vec<(&'t Tree, Vec<f64>)> = names
+            .iter()
+            .map(|name| {
+                let tree = trees.of(name);
+                let cores = tree.leaf_count();
+                let table = if cores <= PRECOMPUTED_CORES_MAX {
+                    (0..cores * cores)
+                        .map(|k| tree.hops(k / cores, k % cores) as f64)
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                (tree, table)
+            })
+            .collect();
+        let depths = nodes.iter().map(|(t, _)| t.depth()).collect();
+        Self { nodes, depths }
     }
 
     #[inline]
     fn between(&self, a: Position, b: Position) -> f64 {
         if a.0 != b.0 {
-            self.between_nodes
-        } else if self.between_cores.is_empty() {
-            self.node_tree.hops(a.1 as usize, b.1 as usize) as f64
+            (self.depths[a.0 as usize] + self.depths[b.0 as usize] + 2) as f64
+        } else if a.1 == b.1 {
+            0.0
         } else {
-            self.between_cores[a.1 as usize * self.cores + b.1 as usize]
+            let (tree, table) = &self.nodes[a.0 as usize];
+            if table.is_empty() {
+                tree.hops(a.1 as usize, b.1 as usize) as f64
+            } else {
+                table[a.1 as usize * tree.leaf_count() + b.1 as usize]
+            }
         }
     }
 }

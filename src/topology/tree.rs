@@ -1,11 +1,11 @@
 //! The levelled tree that TreeMatch works on.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{MAX_LEAVES, TopologyError};
 
 /// What a leaf of a [`Tree`] stands for.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Leaf {
     /// Index of the cluster node (0 for a single machine) the leaf belongs to.
     pub node: u32,
@@ -28,7 +28,7 @@ impl Leaf {
 
 /// A node of a tree under construction: only its children and, for leaves, what they
 /// stand for. [`Tree::from_shape`] turns it into a levelled [`Tree`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Shape {
     /// Name of the level this vertex belongs to (hwloc type name such as `Package`).
     pub kind: String,

@@ -17,6 +17,7 @@ use crate::planner::{Location, Placement};
 
 mod binding;
 pub mod history;
+mod host_trees;
 mod migration;
 mod outcome;
 pub mod pacing;

@@ -9,8 +9,8 @@
 
 use std::time::{Duration, Instant};
 
+pub use crate::migrate::settings::CheckSpacing;
 use mpi::traits::{Communicator, Root};
-use serde::{Deserialize, Serialize};
 
 /// Calls before the first check when paced by time (the rate is not known yet).
 const FIRST_STRIDE: u64 = 10;
@@ -19,22 +19,6 @@ const FIRST_STRIDE: u64 = 10;
 const MAX_GROWTH: u64 = 8;
 /// Largest stride: about 16 million calls.
 const MAX_STRIDE: u64 = 1 << 24;
-
-/// How checks are spaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CheckSpacing {
-    /// Every N calls (N ≥ 1), as `--check-every N` asks.
-    Calls(u64),
-    /// About every this many milliseconds of wall time.
-    Millis(u64),
-}
-
-impl Default for CheckSpacing {
-    /// Paced by time, one check per second.
-    fn default() -> Self {
-        Self::Millis(crate::migrate::launch::DEFAULT_CHECK_INTERVAL_MS)
-    }
-}
 
 /// The call count of the next check, agreed by all ranks.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use crate::availability::Availability;
 use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
 use crate::monitor::gather::broadcast_bytes;
 use crate::monitor::{self, Traffic, WatchOutcome, Window};
-use crate::planner::{Location, Placement, Plan, PlanOptions, plan};
+use crate::planner::{Location, NodeTrees, Placement, Plan, PlanOptions, plan_on};
 use crate::topology::{LeafKind, TopologySpec, Tree};
 
 use super::outcome::Outcome;
@@ -47,7 +47,12 @@ impl Job {
         self.history.record(&placement, &generations);
         let live = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
         self.export_matrix(&live);
-        let planned = self.plan_on_root(&availability, &placement, &live);
+        let host_trees = if self.settings.multi_host() && self.settings.node_topology.is_none() {
+            super::host_trees::gather_host_trees(&self.comm, &placement)
+        } else {
+            Vec::new()
+        };
+        let planned = self.plan_on_root(&availability, &placement, &live, host_trees);
         let plan = match planned {
             Ok(p) => p,
             Err(message) => {
@@ -129,6 +134,7 @@ impl Job {
         availability: &Availability,
         placement: &Placement,
         live: &CommMatrix,
+        host_trees: Vec<(String, Tree)>,
     ) -> Result<Plan, String> {
         // Planning that fails for any reason, a bug included, is a refusal: the job
         // keeps its placement.
@@ -136,11 +142,16 @@ impl Job {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let graph = self.planning_graph(placement.len(), live)?;
                 let node_tree = self.planning_tree(availability)?;
-                plan(
+                let trees = host_trees
+                    .into_iter()
+                    .fold(NodeTrees::uniform(&node_tree), |t, (host, tree)| {
+                        t.with_node(host, tree)
+                    });
+                plan_on(
                     availability,
                     placement,
                     &graph,
-                    &node_tree,
+                    &trees,
                     &PlanOptions::default(),
                 )
                 .map_err(|e| e.to_string())
@@ -155,8 +166,9 @@ impl Job {
         message.map(PlanMessage::into_plan)
     }
 
-    /// The tree of one node: `--node-topology`, else (multi-host mode) the live tree of
-    /// this rank's host, else a flat logical node.
+    /// The default tree of a node: `--node-topology`, else (multi-host mode) the live
+    /// tree of this rank's host (used for hosts whose own tree was not gathered), else a
+    /// flat logical node.
     fn planning_tree(&self, availability: &Availability) -> Result<Tree, String> {
         let loaded = match &self.settings.node_topology {
             Some(spec) => spec
