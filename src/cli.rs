@@ -321,10 +321,11 @@ pub struct RunArgs {
     /// Open MPI through `rankmig emulated-host` (needs root or user namespaces).
     #[arg(long)]
     pub emulated_cluster: bool,
-    /// The tree of one node for planning: `live`, `xml:FILE` or `synthetic:STRING`.
-    /// Default with an allocation: a live tree (this machine's for the initial
-    /// placement, rank 0's host's for later plans); without: a flat node as large as
-    /// the largest offer.
+    /// The tree of every node for planning: `live`, `xml:FILE` or `synthetic:STRING`.
+    /// Default with an allocation: live trees (this machine's for the initial
+    /// placement; for later plans each host's own, gathered from its ranks, and rank 0's
+    /// host's for hosts without ranks); without: a flat node as large as the largest
+    /// offer.
     #[arg(long, value_name = "TOPOLOGY")]
     pub node_topology: Option<String>,
     /// Pass ARG to mpirun (repeatable; also RANKMIG_MPIRUN_ARGS, whitespace separated).
