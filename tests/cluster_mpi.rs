@@ -337,6 +337,22 @@ fn sigterm_stops_every_process_of_the_job() {
     );
 }
 
+/// Waits for the newest restart's placement, checks it leaves `dead` out and that the
+/// processes of `child` (read from outside) follow it, then waits for the end: the
+/// output, with the checksum checked against `expected`.
+fn restarted_without(cluster: &Cluster, child: Child, dead: &str, expected: &str) -> Output {
+    let root = child.id();
+    wait_until("the restart", Duration::from_secs(90), || {
+        cluster.restart_placement().is_some()
+    });
+    let name = cluster.restart_placement().unwrap_or_default();
+    assert!(!cluster.planned(&name).contains_key(dead));
+    assert_processes_follow(cluster, root, &name);
+    let out = finish(child);
+    assert_eq!(checksum(&out), expected);
+    out
+}
+
 /// (b) A host dies unannounced; the job ends; `--restart` on an availability without it
 /// resumes from the newest complete checkpoint, with nothing on the dead host.
 #[test]
@@ -357,18 +373,9 @@ fn a_dead_host_then_restart_without_it() {
     assert!(!out.status.success(), "the job survived the loss of h2");
 
     cluster.edit("h1 2\nh3 2\nh4 2\n");
-    let child = cluster.restart();
-    let root = child.id();
-    wait_until("the restart", Duration::from_secs(60), || {
-        cluster.restart_placement().is_some()
-    });
-    let name = cluster.restart_placement().unwrap_or_default();
-    assert!(!cluster.planned(&name).contains_key("h2"));
-    assert_processes_follow(&cluster, root, &name);
-    let out = finish(child);
+    let out = restarted_without(&cluster, cluster.restart(), "h2", &expected);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("restored epoch"), "{stderr}");
-    assert_eq!(checksum(&out), expected);
 }
 
 /// (b) With `--auto-restart 1`, the loss is noticed (the host no longer answers), the
@@ -387,17 +394,10 @@ fn a_dead_host_is_left_by_an_automatic_restart() {
         cluster.progress() > 4500
     });
     cluster.pull_the_plug(root, "h2");
-    wait_until("the automatic restart", Duration::from_secs(90), || {
-        cluster.restart_placement().is_some()
-    });
-    let name = cluster.restart_placement().unwrap_or_default();
-    assert!(!cluster.planned(&name).contains_key("h2"));
-    assert_processes_follow(&cluster, root, &name);
-    let out = finish(child);
+    let out = restarted_without(&cluster, child, "h2", &expected);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("host(s) h2 lost"), "{stderr}");
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(checksum(&out), expected);
 }
 
 /// Without `--node-topology` each host is planned on its own live hwloc tree, gathered
