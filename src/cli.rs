@@ -20,6 +20,12 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Print only warnings and errors (not the start and reconfiguration lines of `run`).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print more: `-v` debug messages, `-vv` everything. `RUST_LOG` overrides both.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 }
 
 /// The subcommands.
@@ -362,6 +368,11 @@ pub struct RunArgs {
     /// a placement computed for the current availability.
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["ranks", "program"])]
     pub restart: Option<PathBuf>,
+    /// Replace the records of an earlier run in --run-dir (without it, such a directory
+    /// is refused). Only rankmig's own record files are removed; the checkpoint
+    /// directory is left as it is.
+    #[arg(long, conflicts_with = "restart")]
+    pub force: bool,
     /// The program and its arguments, after `--`.
     #[arg(last = true)]
     pub program: Vec<String>,

@@ -87,14 +87,17 @@ pub enum CliError {
 }
 
 impl CliError {
-    /// Process exit code for this error.
+    /// Process exit code for this error: 2 for a command line that does not make sense
+    /// (clap exits 2 for its own usage errors too), the job's own code when it failed,
+    /// 255 for an emulated host that is down (as `ssh`), 1 for any other error (input
+    /// files, runtime).
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::Corrupt(_) => 1,
+            CliError::Usage(_) => 2,
             CliError::JobFailed(code) => *code,
             // as `ssh` exits when it cannot reach a host
             CliError::HostDown(_) => 255,
-            _ => 2,
+            _ => 1,
         }
     }
 }
@@ -474,6 +477,7 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
         Some(dir) => (load_spec(dir)?, true),
         None => {
             let run_dir = absolute(&args.run_dir);
+            rankmig::migrate::launch::claim_run_dir(&run_dir, args.force)?;
             let allocation = match &args.hostfile {
                 Some(path) => Some(Allocation::from_hostfile(&absolute(path))?),
                 None => Allocation::from_batch_environment(|k| std::env::var(k).ok())?,

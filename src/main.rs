@@ -7,8 +7,8 @@ use clap::Parser;
 
 fn main() {
     ask_hwloc_for_reasons();
-    init_logger();
     let args = cli::Cli::parse();
+    init_logger(args.quiet, args.verbose);
     if let Err(err) = commands::run(args) {
         eprintln!("rankmig: error: {err}");
         std::process::exit(err.exit_code());
@@ -16,8 +16,8 @@ fn main() {
 }
 
 /// hwloc says why it refuses a synthetic topology only when `HWLOC_SYNTHETIC_VERBOSE` is
-/// set; the library repeats a refused parse to put that reason in its error. Set here,
-/// before any thread exists, unless the user chose a value.
+/// set; the library then captures that reason for its error. Set here, before any thread
+/// exists, unless the user chose a value.
 fn ask_hwloc_for_reasons() {
     if std::env::var_os("HWLOC_SYNTHETIC_VERBOSE").is_none() {
         // SAFETY: first statement of main, no other thread reads the environment yet.
@@ -26,14 +26,23 @@ fn ask_hwloc_for_reasons() {
 }
 
 /// Messages of the library go through the `log` facade; this prints them on stderr as
-/// `rankmig: LEVEL: message` (warnings and above unless `RUST_LOG` says otherwise).
-fn init_logger() {
+/// `rankmig +SECONDS: LEVEL: message` (seconds since start). Info and above by default,
+/// warnings with `-q`, debug with `-v`, everything with `-vv`; `RUST_LOG` overrides.
+fn init_logger(quiet: bool, verbose: u8) {
     use std::io::Write;
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-        .format(|buf, record| {
+    let level = match (quiet, verbose) {
+        (true, _) => "warn",
+        (false, 0) => "info",
+        (false, 1) => "debug",
+        (false, _) => "trace",
+    };
+    let start = std::time::Instant::now();
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
+        .format(move |buf, record| {
             writeln!(
                 buf,
-                "rankmig: {}: {}",
+                "rankmig +{:.1}s: {}: {}",
+                start.elapsed().as_secs_f64(),
                 record.level().as_str().to_lowercase(),
                 record.args()
             )

@@ -46,14 +46,14 @@ fn a_dense_matrix_missing_its_last_row_is_not_read_as_an_edge_list() {
     let dir = tempfile::tempdir().unwrap();
     let m = write(dir.path(), "cut.mat", "0 10 20\n10 0 30\n");
     let out = map(&m, &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("cut.mat") && stderr(&out).contains("--matrix-format"),
         "{}",
         stderr(&out)
     );
     let out = map(&m, &["--matrix-format", "dense"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("cut.mat:1: rows have 3 values but there are 2 rows"),
         "{}",
@@ -66,7 +66,7 @@ fn an_edge_list_of_three_lines_is_not_read_as_a_3x3_matrix() {
     let dir = tempfile::tempdir().unwrap();
     let m = write(dir.path(), "three.edges", "0 5 100\n1 4 100\n2 3 100\n");
     let out = map(&m, &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("--matrix-format"), "{}", stderr(&out));
     let out = map(&m, &["--matrix-format", "edges"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -134,7 +134,7 @@ fn volumes_near_the_largest_float_are_an_error_not_inf() {
     let dir = tempfile::tempdir().unwrap();
     let m = write(dir.path(), "huge.mat", "0 1e308\n1e308 0\n");
     let out = map(&m, &["--matrix-format", "dense"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("huge.mat") && stderr(&out).contains("1e300"),
         "{}",
@@ -143,7 +143,7 @@ fn volumes_near_the_largest_float_are_an_error_not_inf() {
     // Within the volume bound, but times the link costs beyond the range of numbers.
     let m = write(dir.path(), "big.mat", "0 1e299\n1e299 0\n");
     let out = map(&m, &["--matrix-format", "dense", "--costs", "1e300,1e300"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("is inf"), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");

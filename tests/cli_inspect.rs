@@ -63,7 +63,7 @@ fn verify_passes_then_fails_on_a_flipped_byte() {
 fn a_missing_directory_is_a_clean_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = inspect(&dir.path().join("nope"), false);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
 }
 

@@ -85,7 +85,7 @@ fn report_on_a_missing_directory_fails_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-such-run");
     let out = rankmig().arg("report").arg(&missing).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(&missing.display().to_string()) && stderr.contains("no such run directory"),
@@ -99,7 +99,7 @@ fn report_on_a_missing_directory_fails_naming_it() {
 fn report_on_a_directory_without_records_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let out = rankmig().arg("report").arg(dir.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not a run directory"), "{stderr}");
     assert!(!dir.path().join("report.svg").exists());
@@ -115,7 +115,7 @@ fn report_names_the_line_of_a_bad_iteration_record() {
     )
     .unwrap();
     let out = rankmig().arg("report").arg(dir.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("rank-1.csv:2:"), "{stderr}");
 }

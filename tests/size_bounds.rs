@@ -116,7 +116,7 @@ fn cli_edge_list_naming_rank_4294967295_is_a_clean_error() {
         "--topology",
         "synthetic:pack:2 core:8 pu:1",
     ]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
         err.contains("big.edges:3") && err.contains("4294967295"),

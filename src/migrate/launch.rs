@@ -118,6 +118,19 @@ pub enum LaunchError {
     /// No program given.
     #[error("no program to run: give it after --, e.g. rankmig run -n 8 -a av -- ./app")]
     NoProgram,
+    /// The program is not an executable file (or not found in `PATH`).
+    #[error("program '{0}' not found or not executable (give a path, or a name found in PATH)")]
+    ProgramNotFound(String),
+    /// The run directory holds an earlier run.
+    #[error(
+        "{}: holds the records of an earlier run; give another --run-dir, --force to replace those records, or --restart {} to go on with that run",
+        path.display(),
+        path.display()
+    )]
+    RunDirInUse {
+        /// The run directory.
+        path: PathBuf,
+    },
 }
 
 /// Absolute form of a path (relative to the current directory).
@@ -199,8 +212,11 @@ fn write(path: &Path, text: &str) -> Result<(), LaunchError> {
 /// and (multi-host mode) the hostfile. Returns the `mpirun` command. `restart`
 /// launches from the newest checkpoint.
 pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
-    if spec.program.is_empty() {
+    let Some(program) = spec.program.first() else {
         return Err(LaunchError::NoProgram);
+    };
+    if !is_executable(program) {
+        return Err(LaunchError::ProgramNotFound(program.clone()));
     }
     std::fs::create_dir_all(&spec.run_dir).map_err(|source| LaunchError::RunDir {
         path: spec.run_dir.clone(),
@@ -213,6 +229,10 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
     } else {
         "0".to_owned()
     };
+    log::info!(
+        "{}",
+        super::progress::launch_line(spec, &placement, restart)
+    );
     let placement_path = spec.run_dir.join(format!("placement-{launch}.txt"));
     write(&placement_path, &placement.to_text())?;
     write(
@@ -252,6 +272,71 @@ fn restarts_so_far(run_dir: &Path) -> usize {
             })
             .count()
     })
+}
+
+/// True when `program` names an executable file: a path (with a `/`), or a name found
+/// in one of the directories of `PATH`, as `mpirun` looks it up.
+fn is_executable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| executable(&d.join(program))))
+}
+
+/// The files a run leaves in its run directory (the checkpoint directory aside).
+const RUN_RECORDS: [&str; 6] = [
+    "run.json",
+    "reconfigurations.jsonl",
+    "processes.csv",
+    "rankfile",
+    RELAUNCH_REQUEST,
+    "iterations",
+];
+
+/// Before a new run: refuses a run directory with an earlier run's records in it, or
+/// with `force` removes those records (`run.json`, `reconfigurations.jsonl`,
+/// `processes.csv`, `rankfile`, `iterations/`, `placement-*.txt`, `hostfile-*.txt`) and
+/// nothing else, so two runs never mix in one report.
+pub fn claim_run_dir(run_dir: &Path, force: bool) -> Result<(), LaunchError> {
+    let is_record = |name: &str| {
+        RUN_RECORDS.contains(&name)
+            || ((name.starts_with("placement-") || name.starts_with("hostfile-"))
+                && name.ends_with(".txt"))
+    };
+    let Ok(entries) = std::fs::read_dir(run_dir) else {
+        return Ok(());
+    };
+    let records: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(is_record))
+        .map(|e| e.path())
+        .collect();
+    if records.is_empty() {
+        return Ok(());
+    }
+    if !force {
+        return Err(LaunchError::RunDirInUse {
+            path: run_dir.to_owned(),
+        });
+    }
+    for path in records {
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|source| LaunchError::RunDir {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok(())
 }
 
 /// Writes `run.json`.

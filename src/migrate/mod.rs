@@ -20,6 +20,7 @@ pub mod job;
 pub mod launch;
 pub mod mpirun;
 pub mod probe;
+pub mod progress;
 #[cfg(feature = "mpi")]
 pub mod protocol;
 pub mod record;

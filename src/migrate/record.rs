@@ -58,6 +58,20 @@ pub struct Reconfiguration {
     pub phases: PhaseTimes,
     /// Serialised state carried per moving rank (bytes, largest).
     pub state_bytes: usize,
+    /// The ranks that moved, when the outcome is `migrated`.
+    #[serde(default)]
+    pub moved: Vec<MovedRank>,
+}
+
+/// A rank that moved at a reconfiguration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovedRank {
+    /// The rank.
+    pub rank: usize,
+    /// The node (host) it left.
+    pub from: String,
+    /// The node (host) it runs on now.
+    pub to: String,
 }
 
 /// Appends one line to a file, creating it and its directory.

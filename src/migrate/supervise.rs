@@ -14,7 +14,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,10 +22,14 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use super::launch::{LaunchError, RELAUNCH_REQUEST, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
+use super::progress::ProgressReader;
 
 /// How long `mpirun` has to stop the job after a forwarded signal before everything
 /// below it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// How often the run directory is read for new reconfiguration records.
+const PROGRESS_POLL: Duration = Duration::from_millis(300);
 
 /// How one launch ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,7 +166,26 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
             .unwrap_or_default();
         std::thread::spawn(move || scan_stderr(stderr, &hosts, &lost))
     });
+    let running = Arc::new(AtomicBool::new(true));
+    let progress = {
+        let running = Arc::clone(&running);
+        let mut reader = ProgressReader::new(&spec.run_dir);
+        std::thread::spawn(move || {
+            loop {
+                let last_round = !running.load(Ordering::SeqCst);
+                for line in reader.new_lines() {
+                    log::info!("{line}");
+                }
+                if last_round {
+                    break;
+                }
+                std::thread::sleep(PROGRESS_POLL);
+            }
+        })
+    };
     let status = child.wait().map_err(LaunchError::Mpirun)?;
+    running.store(false, Ordering::SeqCst);
+    let _ = progress.join();
     handle.close();
     let _ = forwarder.join();
     if let Some(r) = reader {

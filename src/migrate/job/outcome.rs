@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crate::planner::Plan;
 
-use super::super::record::{self, PhaseTimes, Reconfiguration};
+use super::super::record::{self, MovedRank, PhaseTimes, Reconfiguration};
 use super::Job;
 
 impl Job {
@@ -32,6 +32,16 @@ impl Job {
             scheduling: o.scheduling,
             phases: o.phases,
             state_bytes: o.state_bytes,
+            moved: match o.plan {
+                Some(p) if o.outcome == "migrated" => (p.moves.iter())
+                    .map(|m| MovedRank {
+                        rank: m.rank,
+                        from: m.from.node.clone(),
+                        to: m.to.node.clone(),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
         };
         if let Err(e) = record::append_reconfiguration(dir, &r) {
             eprintln!(

@@ -1,0 +1,163 @@
+//! What `rankmig run` says while the job runs: a line at each launch, and a line per
+//! reconfiguration as soon as the job has recorded it (what changed, which ranks moved
+//! from where to where, the time of each phase).
+//!
+//! The ranks write their records to the run directory (`reconfigurations.jsonl`,
+//! `placement-K.txt`); `rankmig run` reads them as they appear, so the lines come from
+//! the process the user started, whatever the ranks' own logging.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::planner::Placement;
+
+use super::launch::RunSpec;
+use super::record::{Reconfiguration, read_reconfigurations};
+
+/// "8 ranks on 4 hosts (h1:2 h2:2 h3:2 h4:2)": the ranks per node of a placement.
+///
+/// ```
+/// use rankmig::planner::{Location, Placement};
+/// let p = Placement::new(vec![
+///     Location { node: "b".into(), core: 0 },
+///     Location { node: "a".into(), core: 0 },
+///     Location { node: "a".into(), core: 1 },
+/// ]);
+/// assert_eq!(rankmig::migrate::progress::placement_summary(&p, "hosts"), "3 ranks on 2 hosts (a:2 b:1)");
+/// ```
+pub fn placement_summary(placement: &Placement, what: &str) -> String {
+    let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
+    for l in placement.locations() {
+        *per_node.entry(l.node.as_str()).or_default() += 1;
+    }
+    let nodes: Vec<String> = per_node.iter().map(|(n, k)| format!("{n}:{k}")).collect();
+    format!(
+        "{} ranks on {} {what} ({})",
+        placement.len(),
+        per_node.len(),
+        nodes.join(" ")
+    )
+}
+
+/// The line printed when a launch starts.
+pub fn launch_line(spec: &RunSpec, placement: &Placement, restart: bool) -> String {
+    let what = if spec.allocation.is_some() {
+        "hosts"
+    } else {
+        "logical nodes"
+    };
+    let checks = if spec.check_every > 0 {
+        format!("every {} checkpoint! calls", spec.check_every)
+    } else {
+        format!("about every {} s", spec.check_interval_ms as f64 / 1000.0)
+    };
+    format!(
+        "{} {}; run directory {}; availability {} read {checks}",
+        if restart {
+            "restarting from the newest complete checkpoint:"
+        } else {
+            "starting"
+        },
+        placement_summary(placement, what),
+        spec.run_dir.display(),
+        spec.availability.display(),
+    )
+}
+
+/// Reads the records a running job adds to its run directory.
+#[derive(Debug, Clone)]
+pub struct ProgressReader {
+    run_dir: PathBuf,
+    seen: usize,
+}
+
+impl ProgressReader {
+    /// A reader that reports the records added from now on.
+    pub fn new(run_dir: &Path) -> Self {
+        Self {
+            run_dir: run_dir.to_owned(),
+            seen: read_reconfigurations(run_dir).map_or(0, |r| r.len()),
+        }
+    }
+
+    /// One line per record added since the last call.
+    pub fn new_lines(&mut self) -> Vec<String> {
+        let Ok(records) = read_reconfigurations(&self.run_dir) else {
+            return Vec::new();
+        };
+        let lines = records.iter().skip(self.seen).map(record_line).collect();
+        self.seen = self.seen.max(records.len());
+        lines
+    }
+}
+
+/// One reconfiguration as a line.
+pub fn record_line(r: &Reconfiguration) -> String {
+    let mut line = format!(
+        "availability change {} at iteration {}: {} -> {}",
+        r.index, r.iteration, r.change, r.outcome
+    );
+    if r.outcome == "migrated" {
+        let _ = write!(
+            line,
+            ", {} ranks moved (minimum {}){}; scheduling {:.1} ms, spawn {:.0} ms, transfer {:.1} ms, rebuild {:.1} ms",
+            r.moves,
+            r.minimum_moves,
+            moves_text(r),
+            r.scheduling * 1e3,
+            r.phases.spawn * 1e3,
+            r.phases.transfer * 1e3,
+            r.phases.rebuild * 1e3
+        );
+    } else if let Some(detail) = &r.detail {
+        let _ = write!(line, ": {detail}");
+    }
+    line
+}
+
+/// " (n1 -> n5: ranks 0-7)": the moves of a record, grouped by route.
+fn moves_text(r: &Reconfiguration) -> String {
+    let mut groups: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
+    for m in &r.moved {
+        groups
+            .entry((m.from.as_str(), m.to.as_str()))
+            .or_default()
+            .push(m.rank);
+    }
+    if groups.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|((from, to), ranks)| format!("{from} -> {to}: ranks {}", ranges(ranks)))
+        .collect();
+    format!(" ({})", parts.join("; "))
+}
+
+/// "0-3,7" for ascending ranks.
+fn ranges(ranks: &[usize]) -> String {
+    let as_u32: Vec<u32> = ranks.iter().map(|&r| r as u32).collect();
+    crate::topology::format_index_list(&as_u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_migration_becomes_one_line_with_its_moves() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let mut reader = ProgressReader::new(d);
+        assert!(reader.new_lines().is_empty());
+        let record = r#"{"index":1,"iteration":120,"at_seconds":3.0,"change":"removed n1 (had 2 cores)","nodes":2,"outcome":"migrated","detail":null,"moves":2,"minimum_moves":2,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.004,"phases":{"spawn":0.5,"transfer":0.01,"rebuild":0.002},"state_bytes":10,"moved":[{"rank":0,"from":"n1","to":"n3"},{"rank":1,"from":"n1","to":"n3"}]}"#;
+        std::fs::write(d.join("reconfigurations.jsonl"), format!("{record}\n")).expect("r");
+        let lines = reader.new_lines();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("iteration 120"), "{}", lines[0]);
+        assert!(lines[0].contains("n1 -> n3: ranks 0-1"), "{}", lines[0]);
+        assert!(lines[0].contains("spawn 500 ms"), "{}", lines[0]);
+        assert!(reader.new_lines().is_empty(), "a record is reported once");
+    }
+}
