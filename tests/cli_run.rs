@@ -48,7 +48,7 @@ fn a_second_run_into_a_run_directory_is_refused_unless_forced() {
     assert!(first.status.success(), "{}", stderr(&first));
     let said = stderr(&first);
     assert!(
-        said.contains("starting 2 ranks on 1 logical nodes (n1:2)")
+        said.contains("starting 2 ranks on 1 logical node (n1:2)")
             && said.contains("read about every 1 s"),
         "{said}"
     );

@@ -428,3 +428,38 @@ fn hosts_are_planned_on_their_live_trees() {
     let out = finish(child);
     assert_eq!(checksum(&out), expected);
 }
+
+/// Open MPI 4.1 cannot spawn onto a host whose daemon forgot a launch of the job that
+/// still runs elsewhere (h2 after its first-launch ranks left while h1 kept theirs): the
+/// job relaunches from a checkpoint instead, and the processes land where the new
+/// placement says, with the same result.
+#[test]
+fn a_spawn_open_mpi_cannot_do_becomes_a_relaunch() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let expected = reference();
+    let cluster = Cluster::new(&["h1", "h2", "h3", "h4", "h5"], "h1 2\nh2 2\nh3 2\nh4 2\n");
+XX, Duration::from_secs(60), || {
+        started(&cluster)
+    });
+    let steps = ["h1 2\nh2 2\nh5 4\n", "h1 2\nh5 6\n", "h1 2\nh2 2\nh5 4\n"];
+    for (k, availability) in steps.iter().enumerate() {
+        cluster.edit(availability);
+        wait_until("the step", Duration::from_secs(90), || {
+            cluster.records().len() > k
+        });
+    }
+    let outcomes: Vec<String> = cluster
+        .records()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(outcomes, ["migrated", "migrated", "relaunch"]);
+    let detail = cluster.records()[2]["detail"].to_string();
+    assert!(detail.contains("h2"), "{detail}");
+    let out = restarted_without(&cluster, child, "h3", &expected);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("relaunching the job"), "{stderr}");
+}

@@ -32,6 +32,11 @@ pub fn placement_summary(placement: &Placement, what: &str) -> String {
         *per_node.entry(l.node.as_str()).or_default() += 1;
     }
     let nodes: Vec<String> = per_node.iter().map(|(n, k)| format!("{n}:{k}")).collect();
+    // "hosts" / "logical nodes" name several; one is "host" / "logical node".
+    let what = match (per_node.len(), what.strip_suffix('s')) {
+        (1, Some(one)) => one,
+        _ => what,
+    };
     format!(
         "{} ranks on {} {what} ({})",
         placement.len(),

@@ -84,6 +84,26 @@ pub fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
     f.write_all(format!("{line}\n").as_bytes())
 }
 
+/// The highest K of the `placement-K.txt` files of a run directory (0 if none): the
+/// migrations earlier launches of the same run made. A launch from a checkpoint numbers
+/// its own migrations after them, so the files of the earlier launches stay.
+pub fn migrations_recorded(run_dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(run_dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_prefix("placement-")?
+                .strip_suffix(".txt")?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// Path of a rank's iteration file.
 pub fn iterations_file(run_dir: &Path, rank: usize) -> PathBuf {
     run_dir.join("iterations").join(format!("rank-{rank}.csv"))
@@ -239,5 +259,19 @@ mod tests {
         std::fs::write(&path, "7,ten,0,0\n").expect("bad file");
         let err = read_iterations(&path).expect_err("a bad field is refused");
         assert!(err.contains(":1:") && err.contains("ten"), "{err}");
+    }
+
+    #[test]
+    fn a_new_launch_numbers_its_migrations_after_the_recorded_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(migrations_recorded(dir.path()), 0);
+        for name in [
+            "placement-0.txt",
+            "placement-2.txt",
+            "placement-restart-7.txt",
+        ] {
+            std::fs::write(dir.path().join(name), "").expect("placement file");
+        }
+        assert_eq!(migrations_recorded(dir.path()), 2);
     }
 }

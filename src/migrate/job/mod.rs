@@ -99,6 +99,8 @@ impl Job {
                 node: monitor::location::hostname(),
                 core: rank,
             });
+        let earlier_migrations =
+            (settings.run_dir.as_deref()).map_or(0, record::migrations_recorded);
         let mut job = Self {
             pacer: CheckPacer::starting_at(settings.check_spacing, 0),
             settings,
@@ -111,7 +113,7 @@ impl Job {
             watcher: None,
             placement,
             arrived_state: None,
-            reconfigurations: 0,
+            reconfigurations: earlier_migrations,
             changes: 0,
             started: Instant::now(),
             last_end: Instant::now(),
