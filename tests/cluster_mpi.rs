@@ -441,7 +441,8 @@ fn a_spawn_open_mpi_cannot_do_becomes_a_relaunch() {
     let _lock = mpi_lock();
     let expected = reference();
     let cluster = Cluster::new(&["h1", "h2", "h3", "h4", "h5"], "h1 2\nh2 2\nh3 2\nh4 2\n");
-XX, Duration::from_secs(60), || {
+    let child = cluster.launch(8, &[], Some("synthetic:core:8 pu:1"));
+    wait_until("the job to start", Duration::from_secs(60), || {
         started(&cluster)
     });
     let steps = ["h1 2\nh2 2\nh5 4\n", "h1 2\nh5 6\n", "h1 2\nh2 2\nh5 4\n"];
