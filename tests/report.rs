@@ -119,3 +119,28 @@ fn report_names_the_line_of_a_bad_iteration_record() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("rank-1.csv:2:"), "{stderr}");
 }
+
+/// Records with the largest iteration number and times near the largest float: the
+/// report is written, no panic (issue 11, section 5).
+#[test]
+fn report_survives_extreme_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::create_dir_all(d.join("iterations")).unwrap();
+    fs::write(
+        d.join("iterations/rank-0.csv"),
+        "1,1000,0,0\n18446744073709551615,18446744073709551615,0,0\n",
+    )
+    .unwrap();
+    fs::write(
+        d.join("reconfigurations.jsonl"),
+        r#"{"index":1,"iteration":18446744073709551615,"at_seconds":1e300,"change":"x","nodes":1,"outcome":"migrated","detail":null,"moves":1,"minimum_moves":1,"hop_bytes_before":0,"hop_bytes_after":0,"scheduling":1e308,"phases":{"spawn":1e308,"transfer":0,"rebuild":0},"state_bytes":1}
+"#,
+    )
+    .unwrap();
+    let out = rankmig().arg("report").arg(d).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    assert!(d.join("report.svg").exists());
+}
