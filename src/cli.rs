@@ -348,6 +348,10 @@ pub struct RunArgs {
     /// none, the planner then only minimises moves).
     #[arg(long, short = 'm')]
     pub matrix: Option<PathBuf>,
+    /// Format of --matrix: `auto` refuses a file that reads both as a small dense
+    /// matrix and as an edge list; `dense`, `edges` or `prof` say which it is.
+    #[arg(long, value_enum, default_value_t = MatrixFormat::Auto, requires = "matrix")]
+    pub matrix_format: MatrixFormat,
     /// Checkpoint directory (default: RUN_DIR/ckpt). With several hosts it must be on
     /// a file system every host sees, like the run directory.
     #[arg(long)]

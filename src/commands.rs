@@ -486,6 +486,7 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 ranks: args.ranks.unwrap_or(0),
                 availability: absolute(args.availability.as_deref().unwrap_or(Path::new(""))),
                 matrix: args.matrix.as_deref().map(absolute),
+                matrix_format: args.matrix_format,
                 ckpt_dir: args
                     .ckpt_dir
                     .as_deref()

@@ -76,3 +76,33 @@ fn a_second_run_into_a_run_directory_is_refused_unless_forced() {
         "mine"
     );
 }
+
+#[test]
+fn run_takes_the_matrix_format_explicitly() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("av"), "n1 3\n").unwrap();
+    // Three lines of three numbers: a 3x3 matrix or a 3-rank edge list.
+    fs::write(dir.path().join("m.txt"), "0 1 5\n1 2 5\n0 2 5\n").unwrap();
+    let with = |extra: &[&str]| {
+        rankmig()
+            .current_dir(dir.path())
+            .args(["run", "-n", "3", "-a", "av", "--run-dir", "run", "--force"])
+            .args(["--matrix", "m.txt"])
+            .args(extra)
+            .args(["--", "true"])
+            .output()
+            .expect("rankmig run")
+    };
+    let auto = with(&[]);
+    assert_eq!(auto.status.code(), Some(1), "{}", stderr(&auto));
+    assert!(
+        stderr(&auto).contains("--matrix-format"),
+        "{}",
+        stderr(&auto)
+    );
+    let edges = with(&["--matrix-format", "edges"]);
+    assert!(edges.status.success(), "{}", stderr(&edges));
+    let spec = fs::read_to_string(dir.path().join("run/run.json")).unwrap();
+    assert!(spec.contains("\"matrix_format\": \"edges\""), "{spec}");
+}

@@ -36,7 +36,18 @@ pub const MAX_RANKS: usize = 1 << 20;
 pub const MAX_TOTAL_VOLUME: f64 = 1e300;
 
 /// The formats a matrix can be read from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum MatrixFormat {
     /// Directory → `prof`; a file whose first four data lines are `INT INT NUMBER` →
     /// `edges`; a first line without 3 fields → `dense`. A file of at most three lines of

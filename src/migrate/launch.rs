@@ -30,6 +30,9 @@ pub struct RunSpec {
     pub availability: PathBuf,
     /// Matrix used for placement and planning, if any (absolute).
     pub matrix: Option<PathBuf>,
+    /// Its format (`--matrix-format`).
+    #[serde(default)]
+    pub matrix_format: MatrixFormat,
     /// Checkpoint directory (absolute).
     pub ckpt_dir: PathBuf,
     /// Run directory (absolute).
@@ -158,7 +161,7 @@ fn graph_for(spec: &RunSpec) -> Result<SymGraph, LaunchError> {
     match &spec.matrix {
         None => Ok(SymGraph::empty(spec.ranks)),
         Some(path) => {
-            let m = CommMatrix::load(path, MatrixFormat::Auto)?;
+            let m = CommMatrix::load(path, spec.matrix_format)?;
             if m.order() != spec.ranks {
                 return Err(LaunchError::MatrixOrder {
                     path: path.clone(),

@@ -13,6 +13,8 @@ pub const ENV_AVAILABILITY: &str = "RANKMIG_AVAILABILITY";
 pub const ENV_CHECK_EVERY: &str = "RANKMIG_CHECK_EVERY";
 /// Milliseconds between two availability checks when not paced by calls (default 1000).
 pub const ENV_CHECK_INTERVAL_MS: &str = "RANKMIG_CHECK_INTERVAL_MS";
+/// Format of `RANKMIG_MATRIX`: `auto` (default), `dense`, `edges` or `prof`.
+pub const ENV_MATRIX_FORMAT: &str = "RANKMIG_MATRIX_FORMAT";
 /// The initial placement file (`RANK NODE CORE`).
 pub const ENV_PLACEMENT: &str = "RANKMIG_PLACEMENT";
 /// Cores of the largest logical node (the node tree used for planning is flat).
@@ -48,6 +50,9 @@ pub struct JobSettings {
     pub cores_per_node: usize,
     /// Matrix file for planning.
     pub matrix: Option<PathBuf>,
+    /// Its format.
+    #[serde(default)]
+    pub matrix_format: crate::matrix::MatrixFormat,
     /// Program to spawn.
     pub spawn_program: Option<PathBuf>,
     /// Hosts of the allocation (multi-host mode); empty = logical nodes of one host.
@@ -98,6 +103,12 @@ impl JobSettings {
             placement: path(ENV_PLACEMENT),
             cores_per_node: number(ENV_CORES_PER_NODE, 1) as usize,
             matrix: path(ENV_MATRIX),
+            matrix_format: std::env::var(ENV_MATRIX_FORMAT)
+                .ok()
+                .and_then(|v| {
+                    <crate::matrix::MatrixFormat as clap::ValueEnum>::from_str(v.trim(), true).ok()
+                })
+                .unwrap_or_default(),
             spawn_program: path(ENV_SPAWN_PROGRAM),
             hosts: list(ENV_HOSTS),
             lost_hosts: list(ENV_LOST_HOSTS),

@@ -7,7 +7,7 @@ use mpi::traits::{Communicator, CommunicatorCollectives};
 use serde::{Deserialize, Serialize};
 
 use crate::availability::Availability;
-use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
+use crate::matrix::{CommMatrix, SymGraph};
 use crate::monitor::gather::broadcast_bytes;
 use crate::monitor::{self, Traffic, WatchOutcome, Window};
 use crate::planner::{Location, NodeTrees, Placement, Plan, PlanOptions, plan_on};
@@ -190,7 +190,8 @@ impl Job {
     ) -> Result<SymGraph, String> {
         match &self.settings.matrix {
             Some(path) => {
-                let m = CommMatrix::load(path, MatrixFormat::Auto).map_err(|e| e.to_string())?;
+                let m = CommMatrix::load(path, self.settings.matrix_format)
+                    .map_err(|e| e.to_string())?;
                 if m.order() != ranks {
                     return Err(format!(
                         "{}: {} ranks, the job has {ranks}",
