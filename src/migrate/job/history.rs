@@ -51,21 +51,22 @@ impl SpawnHistory {
     /// rank), run where the placement says.
     pub fn record(&mut self, placement: &Placement, generations: &[u32]) {
         for (location, &g) in placement.locations().iter().zip(generations) {
-            self.by_host
-                .entry(location.node.clone())
-                .or_default()
-                .insert(g);
+            self.note(&location.node, g);
         }
     }
 
     /// Notes that generation `generation` is spawned onto `hosts`.
     pub fn record_spawn<'a>(&mut self, hosts: impl IntoIterator<Item = &'a str>, generation: u32) {
         for host in hosts {
-            self.by_host
-                .entry(host.to_owned())
-                .or_default()
-                .insert(generation);
+            self.note(host, generation);
         }
+    }
+
+    fn note(&mut self, host: &str, generation: u32) {
+        self.by_host
+            .entry(host.to_owned())
+            .or_default()
+            .insert(generation);
     }
 
     /// Target hosts of `targets` a spawn would fail on, given where the current

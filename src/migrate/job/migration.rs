@@ -85,7 +85,7 @@ impl CheckpointSettings {
 
 impl Job {
     /// The spawn history once `plan`'s processes (the next generation) run.
-    pub(super) fn history_after(&self, plan: &Plan) -> SpawnHistory {
+    fn history_after(&self, plan: &Plan) -> SpawnHistory {
         let mut history = self.history.clone();
         history.record_spawn(
             plan.moves.iter().map(|m| m.to.node.as_str()),
@@ -116,8 +116,9 @@ impl Job {
         } else {
             Vec::new()
         };
+        let history = self.history_after(plan);
         let assignments = if self.is_root() {
-            self.assignments(&moves, plan)?
+            self.assignments(&moves, plan, &history)?
         } else {
             Vec::new()
         };
@@ -163,7 +164,7 @@ impl Job {
         // The old rank 0 measured every phase: it records, whether it stays or leaves.
         self.reconfigurations += 1;
         self.placement = Some(plan.placement.clone());
-        self.history = self.history_after(plan);
+        self.history = history;
         self.generations += 1;
         self.record(Outcome {
             phases,
@@ -197,6 +198,7 @@ impl Job {
         &self,
         moves: &[&Move],
         plan: &Plan,
+        history: &SpawnHistory,
     ) -> Result<Vec<Vec<u8>>, MigrateError> {
         moves
             .iter()
@@ -220,7 +222,7 @@ impl Job {
                     changes: self.changes,
                     elapsed: self.started.elapsed().as_secs_f64(),
                     generation: self.generations,
-                    history: self.history_after(plan),
+                    history: history.clone(),
                 };
                 Ok(serde_json::to_vec(&a)?)
             })

@@ -99,8 +99,11 @@ impl Job {
                 node: monitor::location::hostname(),
                 core: rank,
             });
-        let earlier_migrations =
-            (settings.run_dir.as_deref()).map_or(0, record::migrations_recorded);
+        // Only rank 0 names placement files (and hands the count over when it moves).
+        let earlier_migrations = match (&settings.run_dir, rank) {
+            (Some(dir), 0) => record::migrations_recorded(dir),
+            _ => 0,
+        };
         let mut job = Self {
             pacer: CheckPacer::starting_at(settings.check_spacing, 0),
             settings,

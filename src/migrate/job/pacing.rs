@@ -74,8 +74,8 @@ impl CheckPacer {
         self.stride
     }
 
-    /// Collective over `comm` when paced by time: sets the next check after a check made
-    /// at call `calls`. Rank 0 decides the stride; every rank gets the same.
+    /// At the check of call `calls`: sets the next one. Collective over `comm` when paced
+    /// by time (rank 0 decides the stride, every rank gets the same).
     pub fn after_check<C: Communicator>(&mut self, comm: &C, calls: u64) {
         if let CheckSpacing::Millis(ms) = self.spacing {
             let mut stride = if comm.rank() == 0 {

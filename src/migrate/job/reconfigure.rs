@@ -43,8 +43,7 @@ impl Job {
             WatchOutcome::Changed { availability } => availability,
         };
         let placement = monitor::gather_placement(&self.comm, &self.location);
-        let generations = self.gather_generations();
-        self.history.record(&placement, &generations);
+        let generations = self.note_generations(&placement);
         let live = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
         self.export_matrix(&live);
         let host_trees = if self.settings.multi_host() && self.settings.node_topology.is_none() {
@@ -76,9 +75,9 @@ impl Job {
             self.record(Outcome::of_plan("no moves", &change, &plan, scheduling));
             return Ok(());
         }
-        if self.settings.multi_host() {
+        if let Some(generations) = &generations {
             let targets = plan.moves.iter().map(|m| m.to.node.as_str());
-            let hazards = self.history.hazards(&placement, &generations, targets);
+            let hazards = self.history.hazards(&placement, generations, targets);
             if let Some(hazard) = hazards.first() {
                 return self.relaunch(state, &plan, scheduling, &change, hazard.to_string());
             }
@@ -86,11 +85,17 @@ impl Job {
         self.migrate(state, &plan, scheduling, &change)
     }
 
-    /// The generation of every rank's process, on every rank. Collective.
-    fn gather_generations(&self) -> Vec<u32> {
+    /// Multi-host mode: the generation of every rank's process (on every rank), noted in
+    /// the spawn history with where they run. Collective. Logical nodes share one
+    /// daemon, which never forgets a launch that still runs: `None`.
+    fn note_generations(&mut self, placement: &Placement) -> Option<Vec<u32>> {
+        if !self.settings.multi_host() {
+            return None;
+        }
         let mut all = vec![0u32; self.comm.size() as usize];
         self.comm.all_gather_into(&self.generation, &mut all[..]);
-        all
+        self.history.record(placement, &all);
+        Some(all)
     }
 
     /// Instead of spawning (which would abort the job, see [`super::history`]): a
