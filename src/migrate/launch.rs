@@ -60,6 +60,15 @@ pub struct RunSpec {
     pub lost_hosts: Vec<String>,
 }
 
+impl RunSpec {
+    /// The hosts of `allocation` not found lost.
+    pub fn usable_hosts(&self, allocation: &Allocation) -> Vec<String> {
+        (allocation.host_names().into_iter())
+            .filter(|h| !self.lost_hosts.contains(h))
+            .collect()
+    }
+}
+
 /// File of the run directory by which the ranks ask `rankmig run` to launch the job again
 /// from the checkpoint they just took (see [`super::job::history`]); it holds the reason.
 pub const RELAUNCH_REQUEST: &str = "relaunch-request";
@@ -245,10 +254,7 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
     let hostfile = match &spec.allocation {
         Some(allocation) => {
             let path = spec.run_dir.join(format!("hostfile-{launch}.txt"));
-            let usable: Vec<String> = (allocation.host_names().into_iter())
-                .filter(|h| !spec.lost_hosts.contains(h))
-                .collect();
-            let text = mpirun::sequential_hostfile(&placement, &usable);
+            let text = mpirun::sequential_hostfile(&placement, &spec.usable_hosts(allocation));
             write(&path, &text)?;
             Some(path)
         }

@@ -110,11 +110,7 @@ fn newly_lost(spec: &RunSpec, reported: &[String], probe: &HostProbe) -> Vec<Str
     let Some(allocation) = &spec.allocation else {
         return Vec::new();
     };
-    let candidates: Vec<String> = allocation
-        .host_names()
-        .into_iter()
-        .filter(|h| !spec.lost_hosts.contains(h))
-        .collect();
+    let candidates = spec.usable_hosts(allocation);
     let silent = probe.unreachable(&candidates);
     candidates
         .into_iter()
