@@ -36,8 +36,6 @@ pub enum CliError {
     Map(#[from] MapError),
     #[error(transparent)]
     Output(#[from] OutputError),
-    #[error("--hosts: {host:?} {problem}")]
-    Host { host: String, problem: &'static str },
     #[error("{option}: {source}")]
     IndexList {
         option: &'static str,
@@ -84,6 +82,9 @@ pub enum CliError {
     JobFailed(i32),
     #[error("{0}")]
     Usage(String),
+    /// Something this machine cannot do now (not a mistake in the command line).
+    #[error("{0}")]
+    Runtime(String),
 }
 
 impl CliError {
@@ -119,7 +120,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             rankmig::emulated_cluster::exec_on_host(&args.host, &args.command).map_err(
                 |e| match e {
                     EmulatedHostError::Down { .. } => CliError::HostDown(e.to_string()),
-                    _ => CliError::Usage(e.to_string()),
+                    EmulatedHostError::Usage(_) => CliError::Usage(e.to_string()),
+                    EmulatedHostError::System { .. } => CliError::Runtime(e.to_string()),
                 },
             )?;
             Ok(())
@@ -164,20 +166,6 @@ fn node_names(hosts: &[String], nodes: u32) -> Result<Vec<String>, CliError> {
                 "--hosts names {} hosts but --nodes is {nodes}",
                 hosts.len()
             )));
-        }
-        for (i, host) in hosts.iter().enumerate() {
-            if !rankmig::availability::is_hostname(host) {
-                return Err(CliError::Host {
-                    host: host.clone(),
-                    problem: "is not a host name (letters, digits, '-' and '.')",
-                });
-            }
-            if hosts[..i].contains(host) {
-                return Err(CliError::Host {
-                    host: host.clone(),
-                    problem: "is named twice (one host per node)",
-                });
-            }
         }
         return Ok(hosts.to_vec());
     }
@@ -531,11 +519,12 @@ fn emulate_cluster(spec: &rankmig::migrate::launch::RunSpec) -> Result<(), CliEr
         ));
     }
     if !rankmig::emulated_cluster::available() {
-        return Err(CliError::Usage(
+        return Err(CliError::Runtime(
             "--emulated-cluster: this machine does not let rankmig create UTS namespaces (`unshare --uts true` failed)".into(),
         ));
     }
-    let exe = std::env::current_exe().map_err(|e| CliError::Usage(e.to_string()))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Runtime(format!("cannot find rankmig's own executable: {e}")))?;
     let agent = format!("{} emulated-host", exe.display());
     for (k, v) in rankmig::emulated_cluster::mpirun_settings(&agent) {
         // SAFETY: single-threaded here, before mpirun is started.
