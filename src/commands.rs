@@ -465,7 +465,6 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
         Some(dir) => (load_spec(dir)?, true),
         None => {
             let run_dir = absolute(&args.run_dir);
-            rankmig::migrate::launch::claim_run_dir(&run_dir, args.force)?;
             let allocation = match &args.hostfile {
                 Some(path) => Some(Allocation::from_hostfile(&absolute(path))?),
                 None => Allocation::from_batch_environment(|k| std::env::var(k).ok())?,
@@ -497,6 +496,11 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
     }
     if args.emulated_cluster {
         emulate_cluster(&spec)?;
+    }
+    if !restart {
+        // Last: --force removes the earlier records only once the new run can start.
+        rankmig::migrate::launch::check_program(&spec)?;
+        rankmig::migrate::launch::claim_run_dir(&spec.run_dir, args.force)?;
     }
     let code = rankmig::migrate::supervise::run(&mut spec, restart, args.auto_restart)?;
     eprintln!(

@@ -224,12 +224,7 @@ fn write(path: &Path, text: &str) -> Result<(), LaunchError> {
 /// and (multi-host mode) the hostfile. Returns the `mpirun` command. `restart`
 /// launches from the newest checkpoint.
 pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
-    let Some(program) = spec.program.first() else {
-        return Err(LaunchError::NoProgram);
-    };
-    if !is_executable(program) {
-        return Err(LaunchError::ProgramNotFound(program.clone()));
-    }
+    check_program(spec)?;
     std::fs::create_dir_all(&spec.run_dir).map_err(|source| LaunchError::RunDir {
         path: spec.run_dir.clone(),
         source,
@@ -281,6 +276,18 @@ fn restarts_so_far(run_dir: &Path) -> usize {
             })
             .count()
     })
+}
+
+/// The program of `spec` is given and is an executable file.
+pub fn check_program(spec: &RunSpec) -> Result<(), LaunchError> {
+    let Some(program) = spec.program.first() else {
+        return Err(LaunchError::NoProgram);
+    };
+    if is_executable(program) {
+        Ok(())
+    } else {
+        Err(LaunchError::ProgramNotFound(program.clone()))
+    }
 }
 
 /// True when `program` names an executable file: a path (with a `/`), or a name found
