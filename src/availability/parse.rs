@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::topology::{IndexListError, parse_index_list_unique};
+use crate::topology::{IndexListError, parse_index_list};
 
 use super::{AvailabilityError, MAX_CORES_PER_NODE, NodeOffer};
 
@@ -148,7 +148,7 @@ impl Ctx<'_> {
         let list = field
             .strip_prefix("cpus=")
             .ok_or_else(|| self.error(line, "expected 'cpus=LIST' after the core count", field))?;
-        let cpus = parse_index_list_unique(list).map_err(|e| match e {
+        let cpus = parse_index_list(list).map_err(|e| match e {
             IndexListError::Repeated { index, .. } => {
                 self.error(line, format!("the cpu list names cpu {index} twice"), list)
             }

@@ -284,21 +284,6 @@ pub fn parse_index_list(list: &str) -> Result<Vec<usize>, IndexListError> {
     Ok(indexes)
 }
 
-/// The same as [`parse_index_list`], which refuses an index named twice too; the name
-/// says so at the call sites where that matters.
-///
-/// ```
-/// use rankmig::topology::parse_index_list_unique;
-/// assert_eq!(parse_index_list_unique("4,0-2").unwrap(), vec![0, 1, 2, 4]);
-/// assert_eq!(
-///     parse_index_list_unique("0-3,2").unwrap_err().to_string(),
-///     "'0-3,2' names 2 twice"
-/// );
-/// ```
-pub fn parse_index_list_unique(list: &str) -> Result<Vec<usize>, IndexListError> {
-    parse_index_list(list)
-}
-
 /// Writes indexes (ascending) as a list such as `0-3,8,10-11`, the inverse of
 /// [`parse_index_list`].
 ///
