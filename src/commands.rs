@@ -310,7 +310,10 @@ fn read_mapping(path: &Path, ranks: usize, leaves: usize) -> Result<Vec<usize>, 
                 ),
             ));
         }
-        let from_one = body.iter().all(|(_, f)| f[0] != "0");
+        // Numbered from 1 when no vertex label is 0 ("00" included).
+        let from_one = body
+            .iter()
+            .all(|(_, f)| f[0].parse::<usize>().map_or(true, |v| v != 0));
         (body, usize::from(from_one))
     } else {
         (&lines[..], 0)
@@ -332,13 +335,13 @@ fn read_mapping(path: &Path, ranks: usize, leaves: usize) -> Result<Vec<usize>, 
                 ));
             }
         };
-        next_rank = rank + 1;
         if rank >= ranks {
             return Err(err(
                 line,
                 format!("rank {rank} is out of range (the matrix has {ranks} ranks)"),
             ));
         }
+        next_rank = rank + 1;
         if leaf >= leaves {
             return Err(err(
                 line,
