@@ -311,9 +311,7 @@ fn read_mapping(path: &Path, ranks: usize, leaves: usize) -> Result<Vec<usize>, 
             ));
         }
         // Numbered from 1 when no vertex label is 0 ("00" included).
-        let from_one = body
-            .iter()
-            .all(|(_, f)| f[0].parse::<usize>().map_or(true, |v| v != 0));
+        let from_one = body.iter().all(|(_, f)| f[0].parse::<usize>() != Ok(0));
         (body, usize::from(from_one))
     } else {
         (&lines[..], 0)
