@@ -42,8 +42,10 @@ pub fn from_xml_file(path: &Path, leaves: LeafKind) -> Result<Tree, TopologyErro
         Ok(topology) => return tree_of(&topology, leaves),
         Err(said) => said,
     };
-    // libxml2 follows its first complaint with the offending text and a caret line.
-    let problem = match said.first() {
+    // libxml2 follows its complaint with the offending text and a caret line; hwloc
+    // may first note that the file has no DTD, which is not the reason.
+    let reason = said.iter().find(|l| !l.contains("without DTD"));
+    let problem = match reason {
         Some(first) => format!("hwloc says: {first}"),
         None if !text.trim_end().ends_with("</topology>") => {
             "the file ends before </topology> (truncated?)".to_owned()
@@ -105,10 +107,9 @@ fn xml_format_version(text: &str) -> Option<&str> {
 /// (the `rankmig` binary sets it).
 ///
 /// The product of the counts (`TYPE:COUNT` or bare `COUNT` words) must be at most
-/// [`MAX_LEAVES`], and that product times the widest count at most
+/// [`MAX_SYNTHETIC_LEAVES`], and that product times the widest count at most
 /// [`MAX_SYNTHETIC_WORK`]: hwloc's time to build a synthetic topology grows with the
-/// objects times the widest level (`pack:2 core:8192 pu:1` took 142 s), and the
-/// product at most [`MAX_SYNTHETIC_LEAVES`]. All are
+/// objects times the widest level (`pack:2 core:8192 pu:1` took 142 s). Both are
 /// checked before hwloc builds anything. Larger machines are described with `--nodes`
 /// or an XML export.
 pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, TopologyError> {
@@ -151,8 +152,8 @@ pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, Topol
 pub const MAX_SYNTHETIC_LEAVES: u64 = 1 << 14;
 
 /// Largest value of leaves × widest count of a synthetic description (2^20): about a
-/// second of hwloc's time. `pack:2 core:64 pu:2` is 256 × 64; `pack:2 core:512 pu:1`
-/// is refused.
+/// second of hwloc's time. `pack:2 core:64 pu:2` is 256 × 64; `pack:2 core:1024 pu:1`
+/// (2048 × 1024) is refused.
 pub const MAX_SYNTHETIC_WORK: u64 = 1 << 20;
 
 /// The widest count of a synthetic description (as [`synthetic_objects`] reads them).

@@ -105,10 +105,9 @@ mod tests {
     fn round_robin_is_linear_in_the_slots() {
         // 200 000 one-leaf nodes: a scan of every node per slot would take minutes.
         let tree = Tree::cluster(&Tree::from_arities(&[1]).unwrap(), 200_000).unwrap();
-        let start = std::time::Instant::now();
+        // (the time is in benches/large_inputs, not asserted here)
         let r = round_robin(&tree, 200_000, None, 1);
         assert_eq!(r.len(), 200_000);
         assert_eq!(r[199_999], 199_999);
-        assert!(start.elapsed().as_secs_f64() < 5.0, "{:?}", start.elapsed());
     }
 }

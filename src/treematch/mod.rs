@@ -164,7 +164,10 @@ pub fn map(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Result<Mappin
         slots
     };
     let mut usable_leaf: Vec<usize> = slot_of_rank.iter().map(|&slot| slot / factor).collect();
-    spread::fill_free_leaves(&mut usable_leaf, usable.leaf_count());
+    if factor > 1 {
+        // Only oversubscribed slot trees can leave a leaf empty while another is shared.
+        spread::fill_free_leaves(&mut usable_leaf, usable.leaf_count());
+    }
     Ok(Mapping::new(
         usable_leaf.iter().map(|&u| leaf_of_usable[u]).collect(),
     ))
