@@ -164,7 +164,7 @@ pub struct CostArgs {
     pub tree: TreeArgs,
     /// The mapping to evaluate: one leaf per line (line i = rank i), `RANK LEAF` lines,
     /// or the output of Scotch's `scotch_gmap` (a vertex count, then `VERTEX PART`
-    /// lines). Leaves are numbered 0.. in tree order (the order of `rankmig topology`).
+    /// lines). Leaves are numbered 0.. in tree order (the leaf indexes `rankmig map` prints).
     #[arg(long)]
     pub mapping: PathBuf,
     /// Link cost per tree level, top first (see `rankmig map --help`).

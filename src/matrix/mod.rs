@@ -31,8 +31,8 @@ pub use reader::MAX_LINE_BYTES;
 pub const MAX_RANKS: usize = 1 << 20;
 
 /// Largest total volume a matrix may hold: the sum of all its values is at most 1e300,
-/// so that the symmetrised weights and every metric (a volume times a hop count or a
-/// link cost) stay finite instead of turning into `inf` or `NaN`.
+/// so that the symmetrised weights and the hop-bytes (a volume times a hop count) stay
+/// finite; a metric that still overflows (huge `--costs`) is refused when computed.
 pub const MAX_TOTAL_VOLUME: f64 = 1e300;
 
 /// The formats a matrix can be read from.
