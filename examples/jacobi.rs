@@ -18,6 +18,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use mpi::environment::Universe;
 use mpi::point_to_point::send_receive_into;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Destination, Root, Source};
@@ -68,25 +69,27 @@ fn main() -> ExitCode {
         eprintln!("jacobi: MPI could not be initialised");
         return ExitCode::FAILURE;
     };
-    let rank = universe.world().rank();
-    match run(universe.world()) {
+    // The world rank names this process in messages; the job's own rank may differ in
+    // a process that replaced a migrated rank.
+    let world_rank = universe.world().rank();
+    match run(universe) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("jacobi: rank {rank}: {e}");
+            eprintln!("jacobi: process of world rank {world_rank}: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(world: SimpleCommunicator) -> Result<(), Box<dyn std::error::Error>> {
+fn run(universe: Universe) -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args()?;
     let n = args.size;
     let cfg = CheckpointConfig::new("jacobi-ckpt")
         .job(format!("jacobi-n{n}"))
         .with_env()?;
-    // A process spawned by a migration joins the job here: the job's size comes from
-    // the job's communicator, never from MPI_COMM_WORLD.
-    let mut job = Job::init(world, cfg)?;
+    // A process spawned by a migration joins the job here. The job takes MPI over: its
+    // communicator is the only one, MPI_COMM_WORLD is not the job's after a migration.
+    let mut job = Job::init(universe, cfg)?;
     let ranks = job.comm().size() as usize;
     if n % ranks != 0 {
         return Err(format!("{ranks} ranks do not divide the grid size {n}").into());

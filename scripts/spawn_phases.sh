@@ -20,7 +20,7 @@ for rep in $(seq "${RUNS:-3}"); do
     rm -rf run
     printf 'h1 2\nh2 2\nh3 2\nh4 2\n' >av
     "$R" run -n 8 -a av --hostfile hosts --emulated-cluster --node-topology "synthetic:core:4 pu:1" \
-      --run-dir run --check-every 50 -q -- "$J" --size 128 --iters 1000000 >/dev/null 2>&1 &
+      --run-dir run --check-every 50 --settle 0 -q -- "$J" --size 128 --iters 1000000 >/dev/null 2>&1 &
     pid=$!
     until [ -f run/iterations/rank-0.csv ]; do sleep 0.5; done
     sleep 2

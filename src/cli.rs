@@ -77,6 +77,34 @@ pub enum Command {
     ///
     /// Example: rankmig topology --topology xml:tests/data/topologies/32em64t-2n8c2t-pci-noio.xml --nodes 4
     Topology(TopologyArgs),
+    /// Print the completion script of a shell for rankmig (commands, options, values).
+    ///
+    /// For bash: rankmig completions bash > ~/.local/share/bash-completion/completions/rankmig
+    ///
+    /// Example: rankmig completions bash
+    Completions(CompletionsArgs),
+    /// Print the man page of rankmig (roff, generated from this help) on standard output,
+    /// or with --dir write rankmig.1 and one page per command (rankmig-run.1, ...) there.
+    ///
+    /// Example: rankmig man
+    Man(ManArgs),
+}
+
+/// `rankmig completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `rankmig man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write the pages into this directory (created if missing) instead of printing
+    /// rankmig.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Where the tree comes from (shared by several commands).
@@ -199,6 +227,12 @@ pub struct NodeArgs {
     /// hostfile (`NAME slots=N`), colon (`NAME:N`) or nodefile (one name per slot).
     #[arg(long, value_enum, default_value_t = AvailabilityFormat::Auto)]
     pub availability_format: AvailabilityFormat,
+}
+
+/// How the planner lands the ranks that leave (plan and simulate; `place` has no
+/// leavers).
+#[derive(Debug, Args)]
+pub struct StepArgs {
     /// Step 2 variant: `paper` (TreeMatch on the leavers only) or `residents` (then
     /// also weigh each leaver's traffic with the ranks already on each target node).
     #[arg(long, value_enum, default_value_t = Step2::default())]
@@ -246,6 +280,8 @@ pub struct PlanArgs {
     pub matrix: MatrixArgs,
     #[command(flatten)]
     pub nodes: NodeArgs,
+    #[command(flatten)]
+    pub steps: StepArgs,
     /// Output: `text` (one line per move, then # lines) or `json` (the plan).
     #[arg(long, short = 'f', value_enum, default_value_t = PlanFormat::Text)]
     pub format: PlanFormat,
@@ -270,6 +306,8 @@ pub struct SimulateArgs {
     pub matrix: MatrixArgs,
     #[command(flatten)]
     pub nodes: NodeArgs,
+    #[command(flatten)]
+    pub step: StepArgs,
     /// Output: `text` (a table), `csv` or `json`.
     #[arg(long, short = 'f', value_enum, default_value_t = SimulateFormat::Text)]
     pub format: SimulateFormat,
@@ -365,6 +403,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0,
           value_parser = parse_check_interval, conflicts_with = "check_every")]
     pub check_interval: f64,
+    /// Act on an edit of the availability file once its content has stayed the same
+    /// for SECONDS (0 to 3600), so a file written in several steps gives one
+    /// reconfiguration. 0 acts at the first check that sees the edit.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3.0, value_parser = parse_settle)]
+    pub settle: f64,
     /// Look at the availability file every N `checkpoint!` calls instead of by time.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub check_every: Option<u64>,
@@ -400,6 +443,19 @@ pub struct ReportArgs {
     /// Where to write the SVG chart (default: RUN_DIR/report.svg).
     #[arg(long)]
     pub svg: Option<PathBuf>,
+}
+
+/// A settle time: seconds, from 0 to one hour.
+fn parse_settle(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if (0.0..=3600.0).contains(&secs) {
+        Ok(secs)
+    } else {
+        Err(format!("{secs} s is outside 0 to 3600 seconds"))
+    }
 }
 
 /// A check interval: seconds, from 0.001 to one day.

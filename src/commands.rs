@@ -19,8 +19,8 @@ use rankmig::output::simulation_csv;
 use rankmig::planner::{Placement, PlacementError, PlanError, PlanOptions};
 
 use crate::cli::{
-    Cli, Command, CostArgs, InspectArgs, MapArgs, MatrixArgs, NodeArgs, PlaceArgs, PlaceFormat,
-    PlanArgs, PlanFormat, ReportArgs, RunArgs, SimulateArgs, SimulateFormat, TopologyArgs,
+    Cli, Command, CostArgs, InspectArgs, MapArgs, MatrixArgs, PlaceArgs, PlaceFormat, PlanArgs,
+    PlanFormat, ReportArgs, RunArgs, SimulateArgs, SimulateFormat, StepArgs, TopologyArgs,
     TreeArgs,
 };
 
@@ -115,6 +115,17 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Inspect(args) => run_inspect(&args),
         Command::Run(args) => run_job(&args),
         Command::Report(args) => run_report(&args),
+        Command::Completions(args) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            // Into memory first: clap_complete panics when its writer fails.
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut command, "rankmig", &mut script);
+            (std::io::stdout().write_all(&script)).map_err(|source| CliError::Write {
+                path: PathBuf::from("standard output"),
+                source,
+            })
+        }
+        Command::Man(args) => write_man_pages(args.dir.as_deref()),
         Command::EmulatedHost(args) => {
             use rankmig::emulated_cluster::EmulatedHostError;
             rankmig::emulated_cluster::exec_on_host(&args.host, &args.command).map_err(
@@ -372,7 +383,38 @@ fn run_topology(args: &TopologyArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn plan_options(args: &NodeArgs) -> PlanOptions {
+/// `rankmig man`: rankmig.1 on standard output, or every page into `dir`.
+fn write_man_pages(dir: Option<&Path>) -> Result<(), CliError> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| CliError::Write { path, source }
+    };
+    let Some(dir) = dir else {
+        let mut out = std::io::stdout().lock();
+        return (clap_mangen::Man::new(command).render(&mut out))
+            .map_err(write_error(Path::new("standard output")));
+    };
+    std::fs::create_dir_all(dir).map_err(write_error(dir))?;
+    let mut pages = vec![("rankmig.1".to_owned(), command.clone())];
+    for sub in command.get_subcommands() {
+        let name = format!("rankmig-{}", sub.get_name());
+        let page = sub
+            .clone()
+            .name(name.clone())
+            .version(env!("CARGO_PKG_VERSION"));
+        pages.push((format!("{name}.1"), page));
+    }
+    for (file, page) in pages {
+        let path = dir.join(&file);
+        let mut bytes = Vec::new();
+        (clap_mangen::Man::new(page).render(&mut bytes)).map_err(write_error(&path))?;
+        std::fs::write(&path, bytes).map_err(write_error(&path))?;
+    }
+    Ok(())
+}
+
+fn plan_options(args: &StepArgs) -> PlanOptions {
     PlanOptions { step2: args.step2 }
 }
 
@@ -407,7 +449,7 @@ fn run_plan(args: &PlanArgs) -> Result<(), CliError> {
         &placement,
         &graph,
         &node_tree,
-        &plan_options(&args.nodes),
+        &plan_options(&args.steps),
     )?;
     let seconds = start.elapsed().as_secs_f64();
     match args.format {
@@ -421,7 +463,7 @@ fn run_simulate(args: &SimulateArgs) -> Result<(), CliError> {
     let mut placement = Placement::load(&args.placement)?;
     let graph = load_matrix(&args.matrix)?.symmetric();
     let node_tree = args.nodes.node_topology.load(args.nodes.leaves)?;
-    let options = plan_options(&args.nodes);
+    let options = plan_options(&args.step);
     let mut steps = Vec::with_capacity(args.steps.len());
     for path in &args.steps {
         let availability = Availability::load(path, args.nodes.availability_format)?;
@@ -482,6 +524,7 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 run_dir,
                 check_every: args.check_every.unwrap_or(0),
                 check_interval_ms: (args.check_interval * 1000.0).round() as u64,
+                settle_ms: (args.settle * 1000.0).round() as u64,
                 program: args.program.clone(),
                 env: Vec::new(),
                 allocation,

@@ -106,3 +106,54 @@ fn run_takes_the_matrix_format_explicitly() {
     let spec = fs::read_to_string(dir.path().join("run/run.json")).unwrap();
     assert!(spec.contains("\"matrix_format\": \"edges\""), "{spec}");
 }
+
+#[test]
+fn an_unusable_rankmig_variable_stops_the_job_with_its_name() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("av"), "n1 2\n").unwrap();
+    let out = std::process::Command::new("mpirun")
+        .current_dir(dir.path())
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .arg(common::jacobi())
+        .args(["--size", "8", "--iters", "4"])
+        .env("RANKMIG_RUN_DIR", dir.path().join("run"))
+        .env("RANKMIG_AVAILABILITY", dir.path().join("av"))
+        .env("RANKMIG_CHECK_EVERY", "ten")
+        .env("RANKMIG_CKPT_DIR", dir.path().join("ckpt"))
+        .output()
+        .expect("mpirun runs");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("RANKMIG_CHECK_EVERY=\"ten\": a whole number"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("checksum"));
+}
+
+#[test]
+fn completions_and_man_pages_come_from_the_command_line_definitions() {
+    let out = rankmig().args(["completions", "bash"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(script.contains("_rankmig()") && script.contains("--check-interval"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = rankmig()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run_page = fs::read_to_string(dir.path().join("rankmig-run.1")).unwrap();
+    assert!(run_page.contains(".TH rankmig-run 1"), "{run_page}");
+    assert!(run_page.contains("\\-\\-settle"), "{run_page}");
+    let main_page = fs::read_to_string(dir.path().join("rankmig.1")).unwrap();
+    assert!(main_page.contains("rankmig\\-run(1)"), "{main_page}");
+    // A command line that mistakes a `plan` option for a `place` one is refused.
+    let out = rankmig()
+        .args(["place", "--step2", "paper"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

@@ -75,7 +75,7 @@ impl Cluster {
         if let Some(tree) = node_topology {
             cmd.args(["--node-topology", tree]);
         }
-        cmd.args(["--run-dir", "run", "--check-every", "50"])
+        cmd.args(["--run-dir", "run", "--check-every", "50", "--settle", "0"])
             .args(extra)
             .arg("--")
             .arg(jacobi())

@@ -17,6 +17,8 @@ const COMMANDS: &[&str] = &[
     "report",
     "inspect",
     "emulated-host",
+    "completions",
+    "man",
 ];
 
 /// The example of `rankmig COMMAND --help`: the paragraph starting with `Example`, from

@@ -18,12 +18,20 @@ use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
 const RANKS: usize = 8;
 const ARGS: &[&str] = &["--size", "256", "--iters", "12000"];
 
-/// `rankmig run` of the Jacobi example on `RANKS` ranks, started in the background.
+/// `rankmig run` of the Jacobi example on `RANKS` ranks, started in the background,
+/// acting on each edit at once (`--settle 0`: every edit here is one atomic write).
 fn start(dir: &Path, extra_env: &[(&str, &str)]) -> Job {
+    start_with(dir, extra_env, &["--settle", "0"])
+}
+
+/// [`start`] with other `rankmig run` options.
+fn start_with(dir: &Path, extra_env: &[(&str, &str)], options: &[&str]) -> Job {
     let mut cmd = rankmig();
     cmd.current_dir(dir)
         .args(["run", "-n", &RANKS.to_string(), "--availability", "av"])
-        .args(["--run-dir", "run", "--check-every", "20", "--"])
+        .args(["--run-dir", "run", "--check-every", "20"])
+        .args(options)
+        .arg("--")
         .arg(jacobi())
         .args(ARGS)
         .stdout(Stdio::piped())
@@ -305,6 +313,48 @@ fn bad_edit() -> Result<(), Hung> {
     let detail = recs[2].detail.clone().unwrap_or_default();
     assert!(detail.contains("cannot read"), "{detail}");
     assert_eq!(recs[3].moves, 4);
+    Ok(())
+}
+
+#[test]
+fn a_file_written_in_two_steps_gives_one_migration() {
+    let _lock = mpi_lock();
+    retry_on_hang(two_step_edit);
+}
+
+/// The issue's `echo 'n2 4' > av; sleep …; echo 'n3 4' >> av`, under the default settle
+/// time: the job acts once, on the final content.
+fn two_step_edit() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    set_availability(d, "n1 4\nn2 4\n");
+    let job = start_with(d, &[], &[]);
+    wait_for("the first availability check", || first_check_done(d))?;
+    fs::write(d.join("av"), "n2 4\n").expect("first write");
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut av = fs::OpenOptions::new()
+        .append(true)
+        .open(d.join("av"))
+        .expect("open");
+    std::io::Write::write_all(&mut av, b"n3 4\n").expect("second write");
+    drop(av);
+    wait_for("the reconfiguration", || !records(d).is_empty())?;
+    let out = job.finish()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let recs = records(d);
+    assert_eq!(
+        recs.len(),
+        1,
+        "one reconfiguration, not one per write: {recs:?}"
+    );
+    assert_eq!(recs[0].outcome, "migrated", "{recs:?}");
+    assert_eq!(recs[0].moves, 4, "{recs:?}");
+    let last = fs::read_to_string(d.join("run/placement-1.txt")).unwrap();
+    assert!(!last.contains(" n1 ") && last.contains(" n3 "), "{last}");
     Ok(())
 }
 

@@ -7,7 +7,8 @@ use crate::topology::{IndexListError, parse_index_list};
 use super::{AvailabilityError, MAX_CORES_PER_NODE, NodeOffer};
 
 /// Forms of an availability file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum AvailabilityFormat {
     /// Detect: `slots=` → hostfile; `NAME:N` → colon; one name per line → nodefile;
     /// otherwise native.

@@ -547,7 +547,7 @@ impl<C: Collective> CheckpointContext<C> {
     fn note(&mut self, notes: Vec<String>) {
         for n in notes {
             if !self.notes.contains(&n) {
-                eprintln!("rankmig checkpoint: rank {}: {n}", self.coll.rank());
+                log::info!("checkpoint: rank {}: {n}", self.coll.rank());
                 self.notes.push(n);
             }
         }

@@ -36,17 +36,8 @@ pub const MAX_RANKS: usize = 1 << 20;
 pub const MAX_TOTAL_VOLUME: f64 = 1e300;
 
 /// The formats a matrix can be read from.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum MatrixFormat {
     /// Directory → `prof`; a file whose first four data lines are `INT INT NUMBER` →
@@ -62,6 +53,45 @@ pub enum MatrixFormat {
     /// A directory of Open MPI monitoring dumps `NAME.RANK.prof`; `E` and `I` lines are
     /// added, `C` lines (summaries of the same traffic) are not.
     Prof,
+}
+
+impl MatrixFormat {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: [Self; 4] = [Self::Auto, Self::Dense, Self::Edges, Self::Prof];
+
+    /// The name the command line and `RANKMIG_MATRIX_FORMAT` use.
+    ///
+    /// ```
+    /// use rankmig::matrix::MatrixFormat;
+    /// assert_eq!(MatrixFormat::Edges.name(), "edges");
+    /// assert_eq!("Dense".parse::<MatrixFormat>(), Ok(MatrixFormat::Dense));
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Dense => "dense",
+            Self::Edges => "edges",
+            Self::Prof => "prof",
+        }
+    }
+}
+
+impl std::fmt::Display for MatrixFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for MatrixFormat {
+    type Err = String;
+
+    /// A format by name, ignoring ASCII case.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(text.trim()))
+            .ok_or_else(|| format!("{text:?} is not a matrix format (auto, dense, edges, prof)"))
+    }
 }
 
 /// A directed communication matrix, stored sparsely by rows: entry (i, j) is the volume

@@ -42,6 +42,10 @@ pub struct RunSpec {
     /// Wall time between availability checks when `check_every` is 0.
     #[serde(default = "default_check_interval_ms")]
     pub check_interval_ms: u64,
+    /// How long an edit of the availability file must stay unchanged before the job
+    /// acts on it (`--settle`).
+    #[serde(default = "default_settle_ms")]
+    pub settle_ms: u64,
     /// Program and its arguments.
     pub program: Vec<String>,
     /// Extra environment for the ranks (`NAME=VALUE`).
@@ -78,6 +82,10 @@ pub const DEFAULT_CHECK_INTERVAL_MS: u64 = 1000;
 
 fn default_check_interval_ms() -> u64 {
     DEFAULT_CHECK_INTERVAL_MS
+}
+
+fn default_settle_ms() -> u64 {
+    super::settings::DEFAULT_SETTLE_MS
 }
 
 /// Why a run could not be launched.

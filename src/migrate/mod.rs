@@ -58,6 +58,9 @@ pub enum MigrateError {
     /// The protocol went wrong.
     #[error("migration protocol: {0}")]
     Protocol(&'static str),
+    /// A `RANKMIG_*` variable has a value the job cannot use.
+    #[error(transparent)]
+    Settings(#[from] settings::SettingsError),
     /// An I/O error (run directory, executable path).
     #[error(transparent)]
     Io(#[from] std::io::Error),

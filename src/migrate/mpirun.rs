@@ -24,6 +24,7 @@ use super::launch::RunSpec;
 use super::settings::{
     ENV_AVAILABILITY, ENV_CHECK_EVERY, ENV_CHECK_INTERVAL_MS, ENV_CORES_PER_NODE, ENV_HOSTS,
     ENV_LOST_HOSTS, ENV_MATRIX, ENV_MATRIX_FORMAT, ENV_NODE_TOPOLOGY, ENV_PLACEMENT, ENV_RUN_DIR,
+    ENV_SETTLE_MS,
 };
 
 /// Extra `mpirun` options, whitespace separated, added before the user's
@@ -135,16 +136,12 @@ fn rank_environment(
         (ENV_PLACEMENT.into(), path(files.placement)),
         (ENV_CORES_PER_NODE.into(), files.cores.to_string()),
         (ENV_CHECK_EVERY.into(), spec.check_every.to_string()),
-        (
-            ENV_MATRIX_FORMAT.into(),
-            clap::ValueEnum::to_possible_value(&spec.matrix_format)
-                .map(|v| v.get_name().to_owned())
-                .unwrap_or_default(),
-        ),
+        (ENV_MATRIX_FORMAT.into(), spec.matrix_format.name().into()),
         (
             ENV_CHECK_INTERVAL_MS.into(),
             spec.check_interval_ms.to_string(),
         ),
+        (ENV_SETTLE_MS.into(), spec.settle_ms.to_string()),
         ("RANKMIG_CKPT_DIR".into(), path(&spec.ckpt_dir)),
         (
             "RANKMIG_RESTART".into(),

@@ -7,7 +7,7 @@
 //!   placement-K.txt          placement after the K-th reconfiguration
 //!   reconfigurations.jsonl   one JSON object per availability change
 //!   iterations/rank-R.csv    iteration,compute_ns,scheduling_ns,migration_ns per rank
-//!   processes.csv            rank,pid,node,core,event of every process of the job
+//!   processes.csv            rank,pid,node,core,event,cpus of every process of the job
 //! ```
 
 use std::fs::OpenOptions;

@@ -31,6 +31,12 @@ pub const ENV_LOST_HOSTS: &str = "RANKMIG_LOST_HOSTS";
 /// The tree of one node for planning (`synthetic:...`, `xml:FILE` or `live`); in
 /// multi-host mode the default is the live tree of the ranks' hosts.
 pub const ENV_NODE_TOPOLOGY: &str = "RANKMIG_NODE_TOPOLOGY";
+/// Milliseconds an edited availability file must keep the same content before the job
+/// acts on it (default 3000; 0 acts at the first check that sees the edit).
+pub const ENV_SETTLE_MS: &str = "RANKMIG_SETTLE_MS";
+/// Default of [`ENV_SETTLE_MS`]: a file written in two steps a second or two apart
+/// (`echo … > av; sleep 2; echo … >> av`) gives one reconfiguration, not two.
+pub const DEFAULT_SETTLE_MS: u64 = 3000;
 /// Program spawned for replacement processes (default: this executable). A test knob:
 /// a program that cannot start makes the spawn fail.
 pub const ENV_SPAWN_PROGRAM: &str = "RANKMIG_SPAWN_PROGRAM";
@@ -64,22 +70,36 @@ pub struct JobSettings {
     /// The node tree given with `--node-topology`.
     #[serde(default)]
     pub node_topology: Option<String>,
+    /// How long an edit must stay unchanged before it is acted on, in milliseconds.
+    #[serde(default = "default_settle_ms")]
+    pub settle_ms: u64,
+}
+
+fn default_settle_ms() -> u64 {
+    DEFAULT_SETTLE_MS
+}
+
+/// A `RANKMIG_*` variable whose value the job cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("environment variable {var}={value:?}: {expected}")]
+pub struct SettingsError {
+    /// The variable.
+    pub var: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What it must be.
+    pub expected: &'static str,
 }
 
 impl JobSettings {
-    /// Reads the settings from the environment.
-    pub fn from_env() -> Self {
+    /// Reads the settings from the environment. An unset or empty variable takes its
+    /// default; a value that is set but unusable (`RANKMIG_CHECK_EVERY=ten`) is an
+    /// error, as bad `RANKMIG_CKPT_*` values are.
+    pub fn from_env() -> Result<Self, SettingsError> {
         let path = |k: &str| {
             std::env::var_os(k)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
-        };
-        let number = |k: &str, default: u64| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|&v| v > 0)
-                .unwrap_or(default)
         };
         let list = |k: &str| -> Vec<String> {
             std::env::var(k)
@@ -90,32 +110,37 @@ impl JobSettings {
                 .map(str::to_owned)
                 .collect()
         };
-        Self {
-            run_dir: path(ENV_RUN_DIR),
-            availability: path(ENV_AVAILABILITY),
-            check_spacing: match number(ENV_CHECK_EVERY, 0) {
-                0 => CheckSpacing::Millis(number(
+        let check_spacing = match env_number(ENV_CHECK_EVERY, 0)? {
+            0 => CheckSpacing::Millis(positive(
+                ENV_CHECK_INTERVAL_MS,
+                env_number(
                     ENV_CHECK_INTERVAL_MS,
                     super::launch::DEFAULT_CHECK_INTERVAL_MS,
-                )),
-                calls => CheckSpacing::Calls(calls),
-            },
+                )?,
+            )?),
+            calls => CheckSpacing::Calls(calls),
+        };
+        let cores_per_node = positive(ENV_CORES_PER_NODE, env_number(ENV_CORES_PER_NODE, 1)?)?;
+        Ok(Self {
+            run_dir: path(ENV_RUN_DIR),
+            availability: path(ENV_AVAILABILITY),
+            check_spacing,
             placement: path(ENV_PLACEMENT),
-            cores_per_node: number(ENV_CORES_PER_NODE, 1) as usize,
+            cores_per_node: usize::try_from(cores_per_node).map_err(|_| SettingsError {
+                var: ENV_CORES_PER_NODE,
+                value: cores_per_node.to_string(),
+                expected: "a core count this machine can address",
+            })?,
             matrix: path(ENV_MATRIX),
-            matrix_format: std::env::var(ENV_MATRIX_FORMAT)
-                .ok()
-                .and_then(|v| {
-                    <crate::matrix::MatrixFormat as clap::ValueEnum>::from_str(v.trim(), true).ok()
-                })
-                .unwrap_or_default(),
+            matrix_format: env_matrix_format()?,
             spawn_program: path(ENV_SPAWN_PROGRAM),
             hosts: list(ENV_HOSTS),
             lost_hosts: list(ENV_LOST_HOSTS),
             node_topology: std::env::var(ENV_NODE_TOPOLOGY)
                 .ok()
                 .filter(|v| !v.trim().is_empty()),
-        }
+            settle_ms: env_number(ENV_SETTLE_MS, DEFAULT_SETTLE_MS)?,
+        })
     }
 
     /// True in multi-host mode: node names are hosts of the allocation.
@@ -123,10 +148,59 @@ impl JobSettings {
         !self.hosts.is_empty()
     }
 
+    /// How long an availability edit must stay unchanged before the job acts on it.
+    pub fn settle(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.settle_ms)
+    }
+
     /// True when the job watches an availability file and may migrate.
     pub fn migrates(&self) -> bool {
         self.availability.is_some()
     }
+}
+
+/// The value of `var`, or `default` when it is unset or empty; an error when it is not
+/// a whole number.
+fn env_number(var: &'static str, default: u64) -> Result<u64, SettingsError> {
+    match std::env::var(var) {
+        Err(std::env::VarError::NotPresent) => Ok(default),
+        Err(std::env::VarError::NotUnicode(v)) => Err(SettingsError {
+            var,
+            value: v.to_string_lossy().into_owned(),
+            expected: "a whole number (0 or more)",
+        }),
+        Ok(v) if v.trim().is_empty() => Ok(default),
+        Ok(v) => v.trim().parse().map_err(|_| SettingsError {
+            var,
+            value: v,
+            expected: "a whole number (0 or more)",
+        }),
+    }
+}
+
+/// `value` when it is at least 1.
+fn positive(var: &'static str, value: u64) -> Result<u64, SettingsError> {
+    if value == 0 {
+        return Err(SettingsError {
+            var,
+            value: "0".into(),
+            expected: "a whole number of at least 1",
+        });
+    }
+    Ok(value)
+}
+
+/// `RANKMIG_MATRIX_FORMAT`: `auto` when unset or empty.
+fn env_matrix_format() -> Result<crate::matrix::MatrixFormat, SettingsError> {
+    let value = std::env::var(ENV_MATRIX_FORMAT).unwrap_or_default();
+    if value.trim().is_empty() {
+        return Ok(crate::matrix::MatrixFormat::Auto);
+    }
+    value.trim().parse().map_err(|_| SettingsError {
+        var: ENV_MATRIX_FORMAT,
+        value,
+        expected: "one of auto, dense, edges, prof",
+    })
 }
 
 /// How checks are spaced.

@@ -2,6 +2,7 @@
 //! found, so all ranks take the same decision at the same call.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use mpi::traits::Communicator;
 use serde::{Deserialize, Serialize};
@@ -59,6 +60,10 @@ pub struct AvailabilityWatcher {
     last_diff: Option<AvailabilityDiff>,
     allocation: Vec<String>,
     lost_hosts: Vec<String>,
+    /// How long a new content must stay the same before it is acted on.
+    settle: Duration,
+    /// A new content seen by rank 0 and not yet acted on: its hash, when first seen.
+    pending: Option<(u64, Instant)>,
 }
 
 impl AvailabilityWatcher {
@@ -86,7 +91,18 @@ impl AvailabilityWatcher {
             last_diff: None,
             allocation: Vec::new(),
             lost_hosts: Vec::new(),
+            settle: Duration::ZERO,
+            pending: None,
         }
+    }
+
+    /// The same watcher acting on an edit only once the file has kept the same content
+    /// for `settle` (as rank 0 sees it at its checks): a file written in two steps
+    /// gives one change, not two. The first content a new watcher reads is taken at
+    /// once. `Duration::ZERO` (the default) acts at the first check that sees an edit.
+    pub fn settling(mut self, settle: Duration) -> Self {
+        self.settle = settle;
+        self
     }
 
     /// The same watcher following `current` (e.g. after [`AvailabilityWatcher::resume`]).
@@ -95,7 +111,6 @@ impl AvailabilityWatcher {
         self
     }
 
-    /// Hash of the content seen last.
     /// Multi-host mode: a content naming a host outside `allocation` is refused (file,
     /// line and host named), and the hosts of `lost` offer no core whatever the file
     /// says. An empty `allocation` accepts any name (logical nodes).
@@ -105,6 +120,7 @@ impl AvailabilityWatcher {
         self
     }
 
+    /// Hash of the content acted on last.
     pub fn last_hash(&self) -> u64 {
         self.last_hash
     }
@@ -126,11 +142,12 @@ impl AvailabilityWatcher {
     }
 
     /// Collective over `comm`: rank 0 reads the file; every rank returns the same
-    /// outcome and updates its view the same way. A refused edit is printed once, by
-    /// rank 0, on standard error.
+    /// outcome and updates its view the same way. A refused edit is logged once, by
+    /// rank 0 (`log` warning). With a settle time, a new content is reported only once
+    /// rank 0 has seen it unchanged for that long ([`AvailabilityWatcher::settling`]).
     pub fn check<C: Communicator>(&mut self, comm: &C) -> WatchOutcome {
         let mine = (comm.rank() == 0).then(|| {
-            let (outcome, hash) = self.read();
+            let (outcome, hash) = self.read_settled();
             serde_json::to_vec(&(outcome, hash)).unwrap_or_default()
         });
         let bytes = broadcast_bytes(comm, mine);
@@ -151,13 +168,33 @@ impl AvailabilityWatcher {
                 self.current = Some(availability.clone());
             }
             WatchOutcome::Refused { message } if comm.rank() == 0 => {
-                eprintln!(
-                    "rankmig: availability edit refused, the job keeps its placement: {message}"
-                );
+                log::warn!("availability edit refused, the job keeps its placement: {message}");
             }
             _ => {}
         }
         outcome
+    }
+
+    /// Rank 0's reading, held back while a new content has not settled: then the
+    /// outcome is `Unchanged` and the hash stays the last one acted on.
+    fn read_settled(&mut self) -> (WatchOutcome, u64) {
+        let (outcome, hash) = self.read();
+        let first_content = self.last_hash == 0;
+        if hash == self.last_hash || first_content || self.settle.is_zero() {
+            self.pending = None;
+            return (outcome, hash);
+        }
+        match self.pending {
+            Some((seen, since)) if seen == hash && since.elapsed() >= self.settle => {
+                self.pending = None;
+                (outcome, hash)
+            }
+            Some((seen, _)) if seen == hash => (WatchOutcome::Unchanged, self.last_hash),
+            _ => {
+                self.pending = Some((hash, Instant::now()));
+                (WatchOutcome::Unchanged, self.last_hash)
+            }
+        }
     }
 
     /// Rank 0's reading: the outcome and the hash of what it read.

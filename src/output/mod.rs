@@ -77,7 +77,8 @@ pub enum OutputError {
 }
 
 /// The output formats of `rankmig map`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum MapFormat {
     /// `RANK LEAF` lines then `#` lines with the metrics.
     #[default]

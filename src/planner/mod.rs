@@ -44,7 +44,8 @@ pub use placement::{Location, Placement, PlacementError};
 pub use steps::{Targets, place_leavers, select_leavers};
 
 /// How step 2 chooses where the leavers land.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Step2 {
     /// As the paper: TreeMatch on the leavers' sub-matrix only.
     Paper,

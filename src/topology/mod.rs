@@ -25,7 +25,8 @@ pub use os_cpus::{CpuSelectionError, leaves_on_cpus};
 pub use tree::{Leaf, Shape, Tree};
 
 /// What the leaves of a tree are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum LeafKind {
     /// Physical cores (the default).
     #[default]

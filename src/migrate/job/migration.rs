@@ -134,7 +134,7 @@ impl Job {
             Err(e) => {
                 let message = e.to_string();
                 if self.is_root() {
-                    eprintln!("rankmig: migration abandoned, every rank stays: {message}");
+                    log::warn!("migration abandoned, every rank stays: {message}");
                 }
                 self.charge(scheduling, migration_start.elapsed().as_secs_f64());
                 self.record(Outcome {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::Communicator;
 use serde::Serialize;
@@ -34,12 +35,19 @@ use super::settings::JobSettings;
 
 /// A rank of a job that may migrate.
 ///
+/// The job takes the MPI [`Universe`] over: after a migration `MPI_COMM_WORLD` of a
+/// replacement process holds only the processes spawned with it, so the only
+/// communicator to use is [`Job::comm`]. MPI is finalized when the job is dropped.
+///
 /// ```no_run
 /// use rankmig::checkpoint::CheckpointConfig;
 /// use rankmig::migrate::Job;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let universe = mpi::initialize().ok_or("MPI")?;
-/// let mut job = Job::init(universe.world(), CheckpointConfig::new("ckpt").with_env()?)?;
+/// let mut job = Job::init(universe, CheckpointConfig::new("ckpt").with_env()?)?;
+/// if !job.is_replacement() {
+///     // set-up that must not run again in a process that replaces a migrated rank
+/// }
 /// let mut state: (u64, Vec<f64>) = job.restore_or(|| (0, vec![0.0; 1024]))?;
 /// while state.0 < 1000 {
 ///     let comm = job.comm(); // re-borrow every iteration: it changes at migrations
@@ -74,17 +82,34 @@ pub struct Job {
     generations: u32,
     /// Where each generation has run (multi-host mode).
     history: SpawnHistory,
+    /// True in a process spawned by a migration to replace a rank.
+    replacement: bool,
+    /// MPI itself, finalized when the job is dropped (declared last: dropped after the
+    /// communicators). `None` when the application initialised MPI (the C interface).
+    _universe: Option<Universe>,
 }
 
 impl Job {
-    /// Starts the runtime. Collective over `world`. In a process spawned by a
-    /// migration, joins the job in place of the rank it replaces (and `config` is
-    /// replaced by the job's).
-    pub fn init(world: SimpleCommunicator, config: CheckpointConfig) -> Result<Self, MigrateError> {
+    /// Starts the runtime. Collective over the processes of `MPI_COMM_WORLD`. In a
+    /// process spawned by a migration, joins the job in place of the rank it replaces
+    /// (and `config` is replaced by the job's).
+    ///
+    /// Errors: bad `RANKMIG_*` settings, an unreadable placement file, checkpoint
+    /// directory problems, a failed arrival.
+    pub fn init(universe: Universe, config: CheckpointConfig) -> Result<Self, MigrateError> {
+        let mut job = Self::init_on_world(config)?;
+        job._universe = Some(universe);
+        Ok(job)
+    }
+
+    /// [`Job::init`] in a process whose MPI was initialised by someone else (the C
+    /// interface): the caller finalizes MPI after the job is dropped.
+    pub(crate) fn init_on_world(config: CheckpointConfig) -> Result<Self, MigrateError> {
+        let world = SimpleCommunicator::world();
         if let Some(parent) = world.parent() {
             return Self::arrive(parent);
         }
-        let settings = JobSettings::from_env();
+        let settings = JobSettings::from_env()?;
         let ckpt = CheckpointContext::new(config, MpiCollective::new(&world))?;
         let rank = world.rank() as usize;
         let placement = match &settings.placement {
@@ -124,11 +149,14 @@ impl Job {
             generation: 0,
             generations: 1,
             history: SpawnHistory::default(),
+            replacement: false,
+            _universe: None,
         };
         monitor::set_job_communicator(&job.comm, None);
         if let Some(path) = job.settings.availability.clone() {
             let mut watcher = AvailabilityWatcher::new(path)
-                .in_allocation(job.settings.hosts.clone(), job.settings.lost_hosts.clone());
+                .in_allocation(job.settings.hosts.clone(), job.settings.lost_hosts.clone())
+                .settling(job.settings.settle());
             if let WatchOutcome::Changed { availability } = watcher.check(&job.comm) {
                 job.view = Some(availability);
             }
@@ -155,6 +183,7 @@ impl Job {
         let watcher = a.settings.availability.clone().map(|path| {
             AvailabilityWatcher::resume(path, a.view_hash)
                 .in_allocation(a.settings.hosts.clone(), a.settings.lost_hosts.clone())
+                .settling(a.settings.settle())
         });
         let job = Self {
             pacer: CheckPacer::resume(a.settings.check_spacing, a.next_check, a.check_stride),
@@ -176,6 +205,8 @@ impl Job {
             generation: a.generation,
             generations: a.generation + 1,
             history: a.history,
+            replacement: true,
+            _universe: None,
         };
         job.bind();
         job.note_process("arrived");
@@ -186,6 +217,20 @@ impl Job {
     /// every `checkpoint!`.
     pub fn comm(&self) -> &SimpleCommunicator {
         &self.comm
+    }
+
+    /// True in a process spawned by a migration to replace a rank: the code before the
+    /// main loop runs again in such a process, and set-up that must happen once per job
+    /// (opening an output file for writing, printing a banner) can be skipped. Its state
+    /// comes from [`Job::restore_or`], handed over by the rank it replaces.
+    pub fn is_replacement(&self) -> bool {
+        self.replacement
+    }
+
+    /// True when the state does not start fresh: in a replacement process, or after
+    /// [`Job::restore_or`] restored a checkpoint at a restart.
+    pub fn is_resumed(&self) -> bool {
+        self.replacement || self.ckpt.restored_epoch().is_some()
     }
 
     /// This rank's logical location.
@@ -273,8 +318,8 @@ impl Job {
         if let Some(dir) = &self.settings.run_dir {
             let rank = self.comm.rank() as usize;
             if let Err(e) = record::append_iterations(dir, rank, &self.pending_records) {
-                eprintln!(
-                    "rankmig: rank {rank}: cannot record iterations in {}: {e}",
+                log::warn!(
+                    "rank {rank}: cannot record iterations in {}: {e}",
                     dir.display()
                 );
             }
@@ -316,7 +361,7 @@ impl Job {
             return;
         };
         if let Err(e) = monitor::export_matrix(matrix, &path) {
-            eprintln!("rankmig: {e}");
+            log::warn!("{e}");
         }
     }
 }

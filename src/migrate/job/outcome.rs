@@ -44,8 +44,8 @@ impl Job {
             },
         };
         if let Err(e) = record::append_reconfiguration(dir, &r) {
-            eprintln!(
-                "rankmig: cannot record the reconfiguration in {}: {e}",
+            log::warn!(
+                "cannot record the reconfiguration in {}: {e}",
                 dir.display()
             );
         }

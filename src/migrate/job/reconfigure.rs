@@ -56,8 +56,8 @@ impl Job {
             Ok(p) => p,
             Err(message) => {
                 if self.is_root() {
-                    eprintln!(
-                        "rankmig: cannot plan for the new availability, the job keeps its placement: {message}"
+                    log::warn!(
+                        "cannot plan for the new availability, the job keeps its placement: {message}"
                     );
                 }
                 self.record(Outcome::refusal("plan failed", message, t0));
