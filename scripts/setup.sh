@@ -4,7 +4,7 @@
 # and scripts/test.sh (the two README commands) and by .ci/run.
 set -euo pipefail
 
-PACKAGES=(pkg-config libhwloc-dev hwloc libopenmpi-dev openmpi-bin libclang-dev libudev-dev)
+PACKAGES=(pkg-config libhwloc-dev hwloc libopenmpi-dev openmpi-bin libclang-dev libudev-dev gfortran libxxhash-dev scotch)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

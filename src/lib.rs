@@ -14,6 +14,8 @@
 //! | bottom | [`topology`], [`matrix`] |
 
 pub mod availability;
+#[cfg(feature = "mpi")]
+pub mod capi;
 pub mod checkpoint;
 pub mod emulated_cluster;
 pub mod lines;

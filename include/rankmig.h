@@ -1,0 +1,116 @@
+/* rankmig: checkpoint/restart and live migration of MPI ranks, C interface.
+ * Generated from src/capi/mod.rs by cbindgen: do not edit
+ * (RANKMIG_BLESS=1 cargo test --release --test c_interface rewrites it).
+ * Link with -lrankmig (before the MPI library, so that rankmig counts MPI_Send & co). */
+
+#ifndef RANKMIG_H
+#define RANKMIG_H
+
+#include <stddef.h>
+#include <mpi.h>
+
+/*
+ Success.
+ */
+#define RANKMIG_OK 0
+
+/*
+ A call before `rankmig_init`, after `rankmig_finalize`, from another thread, or a
+ second `rankmig_init`.
+ */
+#define RANKMIG_ERR_NOT_INITIALISED -1
+
+/*
+ A bad argument: a null or non-UTF-8 name, a null region of nonzero size, a region
+ whose size differs from the saved one, MPI not initialised.
+ */
+#define RANKMIG_ERR_ARGUMENT -2
+
+/*
+ The runtime failed: bad `RANKMIG_*` settings, checkpoint directory, migration.
+ */
+#define RANKMIG_ERR_RUNTIME -3
+
+/*
+ A bug inside rankmig (caught, never unwound into the caller).
+ */
+#define RANKMIG_ERR_INTERNAL -4
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/*
+ Starts the runtime; call it after `MPI_Init`, on every process of `MPI_COMM_WORLD`
+ (collective). Sets `*comm` (unless `comm` is null) to the job's communicator, which
+ replaces `MPI_COMM_WORLD` everywhere in the program. In a process spawned by a
+ migration, joins the job in place of the rank it replaces.
+
+ The checkpoint settings are rankmig's defaults (directory `rankmig-ckpt`, a save
+ about every 300 s, 2 epochs kept, job named after the executable) overridden by the
+ `RANKMIG_CKPT_*` variables and `RANKMIG_RESTART`, as `rankmig run` sets them.
+
+ Returns 0, or a negative code ([`rankmig_last_error`] says why).
+
+ # Safety
+ `comm` is null or points to writable memory for one `MPI_Comm`.
+ */
+int rankmig_init(MPI_Comm *comm);
+
+/*
+ The job's communicator now: it changes at migrations, so take it again after every
+ [`rankmig_checkpoint`]. `MPI_COMM_NULL` before [`rankmig_init`].
+ */
+MPI_Comm rankmig_comm(void);
+
+/*
+ [`rankmig_comm`] as a Fortran handle (`MPI_Comm_c2f`), for the `rankmig` Fortran
+ module. `MPI_COMM_NULL`'s handle before [`rankmig_init`].
+ */
+int rankmig_comm_fortran(void);
+
+/*
+ Registers `bytes` bytes at `data` as state saved under `name`. In a resumed process
+ (after a restart, or in a process that arrived by a migration) the saved bytes of
+ `name` are copied into `data` here, once. Register again under the same name when
+ the region moves or its size changes. The memory must stay valid until the next
+ registration of `name` or [`rankmig_finalize`].
+
+ # Safety
+ `name` is a NUL-terminated string; `data` is valid for reads and writes of `bytes`
+ bytes (it may be null when `bytes` is 0).
+ */
+int rankmig_register(const char *name, void *data, size_t bytes);
+
+/*
+ The loop's checkpoint point; collective. Counts a call and, when due, saves the
+ registered regions or takes part in a reconfiguration. A process whose rank moves
+ elsewhere exits inside this call (status 0). Returns 0, or a negative code: the
+ job then keeps running as it was (no rank has moved).
+ */
+int rankmig_checkpoint(void);
+
+/*
+ 1 after a restart from a checkpoint or in a process that arrived by migration (skip
+ the set-up that must not run twice), 0 otherwise and before [`rankmig_init`].
+ */
+int rankmig_resumed(void);
+
+/*
+ Waits for the last checkpoint, writes the last records and ends the runtime
+ (collective); call it before `MPI_Finalize`. The communicators of the job are freed:
+ [`rankmig_comm`] then returns `MPI_COMM_NULL`.
+ */
+int rankmig_finalize(void);
+
+/*
+ The message of the calling thread's last failed call (empty if none). The pointer
+ stays valid until the next failing call on this thread.
+ */
+const char *rankmig_last_error(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* RANKMIG_H */

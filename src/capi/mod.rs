@@ -1,0 +1,283 @@
+//! The C interface (`include/rankmig.h`): the same job runtime as [`crate::migrate::Job`],
+//! for C, C++ and Fortran programs that register their state as memory regions.
+//!
+//! ```c
+//! MPI_Init(&argc, &argv);
+//! MPI_Comm comm;
+//! if (rankmig_init(&comm) != 0) { fprintf(stderr, "%s\n", rankmig_last_error()); ... }
+//! rankmig_register("iter", &iter, sizeof iter);       /* restored here when resumed */
+//! rankmig_register("grid", grid, bytes);
+//! while (iter < iters) {
+//!     comm = rankmig_comm();                          /* changes at migrations */
+//!     ... compute, exchange through comm ...
+//!     iter++;
+//!     if (rankmig_checkpoint() < 0) { ... }           /* may save, or move this rank */
+//! }
+//! rankmig_finalize();
+//! MPI_Finalize();
+//! ```
+//!
+//! Every call returns an error code instead of aborting; the message of the last error
+//! of the calling thread is [`rankmig_last_error`]. The runtime belongs to the thread
+//! that called [`rankmig_init`] (MPI's main thread); calls from another thread fail with
+//! [`RANKMIG_ERR_NOT_INITIALISED`].
+
+mod regions;
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use mpi::ffi::MPI_Comm;
+use mpi::raw::AsRaw;
+
+use crate::checkpoint::CheckpointConfig;
+use crate::migrate::Job;
+use regions::{Region, Regions, SavedRegions};
+
+/// Success.
+pub const RANKMIG_OK: c_int = 0;
+/// A call before `rankmig_init`, after `rankmig_finalize`, from another thread, or a
+/// second `rankmig_init`.
+pub const RANKMIG_ERR_NOT_INITIALISED: c_int = -1;
+/// A bad argument: a null or non-UTF-8 name, a null region of nonzero size, a region
+/// whose size differs from the saved one, MPI not initialised.
+pub const RANKMIG_ERR_ARGUMENT: c_int = -2;
+/// The runtime failed: bad `RANKMIG_*` settings, checkpoint directory, migration.
+pub const RANKMIG_ERR_RUNTIME: c_int = -3;
+/// A bug inside rankmig (caught, never unwound into the caller).
+pub const RANKMIG_ERR_INTERNAL: c_int = -4;
+
+/// The runtime of this process, held by the thread that initialised it.
+struct Runtime {
+    job: Job,
+    regions: Regions,
+    saved: SavedRegions,
+}
+
+thread_local! {
+    static RUNTIME: RefCell<Option<Runtime>> = const { RefCell::new(None) };
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// An error of a C call: its code and message.
+struct CallError(c_int, String);
+
+impl CallError {
+    fn runtime(e: impl std::fmt::Display) -> Self {
+        Self(RANKMIG_ERR_RUNTIME, e.to_string())
+    }
+
+    fn argument(message: impl Into<String>) -> Self {
+        Self(RANKMIG_ERR_ARGUMENT, message.into())
+    }
+
+    fn not_initialised() -> Self {
+        Self(
+            RANKMIG_ERR_NOT_INITIALISED,
+            "rankmig_init has not been called on this thread (or rankmig_finalize was)".into(),
+        )
+    }
+}
+
+/// Runs `body`, turning an error or a panic into a code and the last-error message.
+fn call(body: impl FnOnce() -> Result<c_int, CallError>) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|panic| {
+        let why = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(CallError(
+            RANKMIG_ERR_INTERNAL,
+            format!("internal error: {why}"),
+        ))
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(CallError(code, message)) => {
+            set_last_error(&message);
+            code
+        }
+    }
+}
+
+fn set_last_error(message: &str) {
+    let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+}
+
+/// Runs `body` on the initialised runtime.
+fn with_runtime<R>(
+    body: impl FnOnce(&mut Runtime) -> Result<R, CallError>,
+) -> Result<R, CallError> {
+    RUNTIME.with(|cell| {
+        let mut slot = cell.try_borrow_mut().map_err(|_| {
+            CallError(
+                RANKMIG_ERR_INTERNAL,
+                "rankmig called from inside rankmig".into(),
+            )
+        })?;
+        match slot.as_mut() {
+            Some(runtime) => body(runtime),
+            None => Err(CallError::not_initialised()),
+        }
+    })
+}
+
+fn mpi_is_initialised() -> bool {
+    let mut flag: c_int = 0;
+    // SAFETY: MPI_Initialized may be called at any time.
+    unsafe { mpi::ffi::MPI_Initialized(&mut flag) };
+    flag != 0
+}
+
+/// Starts the runtime; call it after `MPI_Init`, on every process of `MPI_COMM_WORLD`
+/// (collective). Sets `*comm` (unless `comm` is null) to the job's communicator, which
+/// replaces `MPI_COMM_WORLD` everywhere in the program. In a process spawned by a
+/// migration, joins the job in place of the rank it replaces.
+///
+/// The checkpoint settings are rankmig's defaults (directory `rankmig-ckpt`, a save
+/// about every 300 s, 2 epochs kept, job named after the executable) overridden by the
+/// `RANKMIG_CKPT_*` variables and `RANKMIG_RESTART`, as `rankmig run` sets them.
+///
+/// Returns 0, or a negative code ([`rankmig_last_error`] says why).
+///
+/// # Safety
+/// `comm` is null or points to writable memory for one `MPI_Comm`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rankmig_init(comm: *mut MPI_Comm) -> c_int {
+    call(|| {
+        if RUNTIME.with(|cell| cell.borrow().is_some()) {
+            return Err(CallError(
+                RANKMIG_ERR_NOT_INITIALISED,
+                "rankmig_init was already called".into(),
+            ));
+        }
+        if !mpi_is_initialised() {
+            return Err(CallError::argument("call MPI_Init before rankmig_init"));
+        }
+        let config = CheckpointConfig::new("rankmig-ckpt")
+            .with_env()
+            .map_err(CallError::runtime)?;
+        let mut job = Job::init_on_world(config).map_err(CallError::runtime)?;
+        let saved = job
+            .restore_or(SavedRegions::default)
+            .map_err(CallError::runtime)?;
+        if !comm.is_null() {
+            // SAFETY: by the caller.
+            unsafe { *comm = job.comm().as_raw() };
+        }
+        RUNTIME.with(|cell| {
+            *cell.borrow_mut() = Some(Runtime {
+                job,
+                regions: Regions::default(),
+                saved,
+            })
+        });
+        Ok(RANKMIG_OK)
+    })
+}
+
+/// The job's communicator now: it changes at migrations, so take it again after every
+/// [`rankmig_checkpoint`]. `MPI_COMM_NULL` before [`rankmig_init`].
+#[unsafe(no_mangle)]
+pub extern "C" fn rankmig_comm() -> MPI_Comm {
+    let comm = with_runtime(|rt| Ok(rt.job.comm().as_raw()));
+    // SAFETY: reading an MPI predefined handle.
+    comm.unwrap_or_else(|_| unsafe { mpi::ffi::RSMPI_COMM_NULL })
+}
+
+/// [`rankmig_comm`] as a Fortran handle (`MPI_Comm_c2f`), for the `rankmig` Fortran
+/// module. `MPI_COMM_NULL`'s handle before [`rankmig_init`].
+#[unsafe(no_mangle)]
+pub extern "C" fn rankmig_comm_fortran() -> c_int {
+    // SAFETY: converting a valid (or null) communicator handle.
+    unsafe { mpi::ffi::MPI_Comm_c2f(rankmig_comm()) }
+}
+
+/// Registers `bytes` bytes at `data` as state saved under `name`. In a resumed process
+/// (after a restart, or in a process that arrived by a migration) the saved bytes of
+/// `name` are copied into `data` here, once. Register again under the same name when
+/// the region moves or its size changes. The memory must stay valid until the next
+/// registration of `name` or [`rankmig_finalize`].
+///
+/// # Safety
+/// `name` is a NUL-terminated string; `data` is valid for reads and writes of `bytes`
+/// bytes (it may be null when `bytes` is 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rankmig_register(
+    name: *const c_char,
+    data: *mut c_void,
+    bytes: usize,
+) -> c_int {
+    call(|| {
+        if name.is_null() {
+            return Err(CallError::argument("rankmig_register: name is NULL"));
+        }
+        // SAFETY: by the caller, NUL-terminated.
+        let name = unsafe { CStr::from_ptr(name) };
+        let name = name
+            .to_str()
+            .map_err(|_| CallError::argument("rankmig_register: name is not UTF-8"))?;
+        if data.is_null() && bytes > 0 {
+            return Err(CallError::argument(format!(
+                "rankmig_register: region '{name}' of {bytes} bytes at NULL"
+            )));
+        }
+        let region = Region {
+            name: name.to_owned(),
+            data: data.cast(),
+            bytes,
+        };
+        with_runtime(|rt| {
+            // SAFETY: by the caller, `data` holds `bytes` writable bytes.
+            unsafe { rt.saved.copy_into(&region) }
+                .map_err(|e| CallError::argument(format!("rankmig_register: {e}")))?;
+            rt.regions.register(region);
+            Ok(RANKMIG_OK)
+        })
+    })
+}
+
+/// The loop's checkpoint point; collective. Counts a call and, when due, saves the
+/// registered regions or takes part in a reconfiguration. A process whose rank moves
+/// elsewhere exits inside this call (status 0). Returns 0, or a negative code: the
+/// job then keeps running as it was (no rank has moved).
+#[unsafe(no_mangle)]
+pub extern "C" fn rankmig_checkpoint() -> c_int {
+    call(|| {
+        with_runtime(|rt| {
+            if rt.job.tick() {
+                rt.job.event(&rt.regions).map_err(CallError::runtime)?;
+            }
+            Ok(RANKMIG_OK)
+        })
+    })
+}
+
+/// 1 after a restart from a checkpoint or in a process that arrived by migration (skip
+/// the set-up that must not run twice), 0 otherwise and before [`rankmig_init`].
+#[unsafe(no_mangle)]
+pub extern "C" fn rankmig_resumed() -> c_int {
+    with_runtime(|rt| Ok(c_int::from(rt.job.is_resumed()))).unwrap_or(0)
+}
+
+/// Waits for the last checkpoint, writes the last records and ends the runtime
+/// (collective); call it before `MPI_Finalize`. The communicators of the job are freed:
+/// [`rankmig_comm`] then returns `MPI_COMM_NULL`.
+#[unsafe(no_mangle)]
+pub extern "C" fn rankmig_finalize() -> c_int {
+    call(|| {
+        let mut runtime = RUNTIME
+            .with(|cell| cell.borrow_mut().take())
+            .ok_or_else(CallError::not_initialised)?;
+        runtime.job.finalize().map_err(CallError::runtime)?;
+        Ok(RANKMIG_OK)
+    })
+}
+
+/// The message of the calling thread's last failed call (empty if none). The pointer
+/// stays valid until the next failing call on this thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn rankmig_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}

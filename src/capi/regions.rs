@@ -1,0 +1,170 @@
+//! The state a C or Fortran program registers: named memory regions, saved and handed
+//! over as they are.
+
+use std::collections::HashMap;
+
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Serialize, Serializer};
+
+/// One region the program registered: `bytes` bytes at `data`, saved under `name`.
+#[derive(Debug)]
+pub struct Region {
+    /// The name given to `rankmig_register`.
+    pub name: String,
+    /// The program's memory.
+    pub data: *mut u8,
+    /// Its length.
+    pub bytes: usize,
+}
+
+/// The registered regions, in registration order. Serialises as a sequence of
+/// `(name, bytes)` read straight from the program's memory.
+#[derive(Debug, Default)]
+pub struct Regions(Vec<Region>);
+
+impl Regions {
+    /// Adds a region, or replaces the one registered under the same name (a program
+    /// registers again when it reallocates or resizes).
+    pub fn register(&mut self, region: Region) {
+        match self.0.iter_mut().find(|r| r.name == region.name) {
+            Some(old) => *old = region,
+            None => self.0.push(region),
+        }
+    }
+}
+
+impl Serialize for Regions {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for region in &self.0 {
+            // SAFETY: `rankmig_register`'s contract: `data` stays valid for `bytes`
+            // bytes while registered.
+            let bytes = unsafe { region_bytes(region) };
+            seq.serialize_element(&(&region.name, serde_bytes::Bytes::new(bytes)))?;
+        }
+        seq.end()
+    }
+}
+
+/// The bytes of `region`.
+///
+/// # Safety
+/// `region.data` is valid for reads of `region.bytes` bytes (or `bytes` is 0).
+unsafe fn region_bytes(region: &Region) -> &[u8] {
+    if region.bytes == 0 || region.data.is_null() {
+        return &[];
+    }
+    // SAFETY: by the caller.
+    unsafe { std::slice::from_raw_parts(region.data, region.bytes) }
+}
+
+/// Regions read back from a checkpoint or received from the rank a process replaces,
+/// waiting for the program to register where they go.
+#[derive(Debug, Default, Deserialize)]
+#[serde(from = "Vec<(String, serde_bytes::ByteBuf)>")]
+pub struct SavedRegions(HashMap<String, Vec<u8>>);
+
+impl From<Vec<(String, serde_bytes::ByteBuf)>> for SavedRegions {
+    fn from(list: Vec<(String, serde_bytes::ByteBuf)>) -> Self {
+        Self(
+            list.into_iter()
+                .map(|(name, bytes)| (name, bytes.into_vec()))
+                .collect(),
+        )
+    }
+}
+
+/// A saved region whose size differs from the one registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("region '{name}': {registered} bytes registered, {saved} bytes saved")]
+pub struct SizeMismatch {
+    /// The region.
+    pub name: String,
+    /// Bytes registered now.
+    pub registered: usize,
+    /// Bytes in the saved state.
+    pub saved: usize,
+}
+
+impl SavedRegions {
+    /// True when nothing was saved (a fresh start).
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Copies the saved bytes of `region` into it, once: `Ok(true)` when copied,
+    /// `Ok(false)` when nothing of that name is waiting. A size mismatch copies nothing
+    /// and keeps the saved bytes.
+    ///
+    /// # Safety
+    /// `region.data` is valid for writes of `region.bytes` bytes.
+    pub unsafe fn copy_into(&mut self, region: &Region) -> Result<bool, SizeMismatch> {
+        let Some(saved) = self.0.get(&region.name) else {
+            return Ok(false);
+        };
+        if saved.len() != region.bytes {
+            return Err(SizeMismatch {
+                name: region.name.clone(),
+                registered: region.bytes,
+                saved: saved.len(),
+            });
+        }
+        if !saved.is_empty() {
+            // SAFETY: by the caller; the lengths are equal.
+            unsafe { std::ptr::copy_nonoverlapping(saved.as_ptr(), region.data, saved.len()) };
+        }
+        self.0.remove(&region.name);
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registered_regions_round_trip_through_the_saved_form() {
+        let mut grid = vec![1.5f64, -2.0, 3.25];
+        let mut iter = 42u64;
+        let mut regions = Regions::default();
+        regions.register(Region {
+            name: "grid".into(),
+            data: grid.as_mut_ptr().cast(),
+            bytes: 24,
+        });
+        regions.register(Region {
+            name: "iter".into(),
+            data: (&raw mut iter).cast(),
+            bytes: 8,
+        });
+        let bytes = bincode::serialize(&regions).unwrap();
+        let mut saved: SavedRegions = bincode::deserialize(&bytes).unwrap();
+
+        let mut grid2 = vec![0.0f64; 3];
+        let mut iter2 = 0u64;
+        let short = Region {
+            name: "grid".into(),
+            data: grid2.as_mut_ptr().cast(),
+            bytes: 16,
+        };
+        // SAFETY: 16 bytes of grid2.
+        let err = unsafe { saved.copy_into(&short) }.unwrap_err();
+        assert_eq!((err.registered, err.saved), (16, 24));
+        let full = Region { bytes: 24, ..short };
+        // SAFETY: 24 bytes of grid2, 8 of iter2.
+        unsafe {
+            assert!(saved.copy_into(&full).unwrap());
+            assert!(!saved.copy_into(&full).unwrap(), "copied once");
+            let it = Region {
+                name: "iter".into(),
+                data: (&raw mut iter2).cast(),
+                bytes: 8,
+            };
+            assert!(saved.copy_into(&it).unwrap());
+        }
+        assert_eq!(grid2, grid);
+        assert_eq!(iter2, 42);
+        assert!(saved.is_empty());
+    }
+}
