@@ -181,9 +181,11 @@ pub unsafe extern "C" fn rankmig_init(comm: *mut MPI_Comm) -> c_int {
 /// [`rankmig_checkpoint`]. `MPI_COMM_NULL` before [`rankmig_init`].
 #[unsafe(no_mangle)]
 pub extern "C" fn rankmig_comm() -> MPI_Comm {
-    let comm = with_runtime(|rt| Ok(rt.job.comm().as_raw()));
-    // SAFETY: reading an MPI predefined handle.
-    comm.unwrap_or_else(|_| unsafe { mpi::ffi::RSMPI_COMM_NULL })
+    match with_runtime(|rt| Ok(rt.job.comm().as_raw())) {
+        Ok(comm) => comm,
+        // SAFETY: reading an MPI predefined handle.
+        Err(_) => unsafe { mpi::ffi::RSMPI_COMM_NULL },
+    }
 }
 
 /// [`rankmig_comm`] as a Fortran handle (`MPI_Comm_c2f`), for the `rankmig` Fortran
