@@ -1,6 +1,7 @@
 //! Shared CPU caches are levels of the trees read from hwloc, and TreeMatch keeps
 //! coupled ranks inside them: 16 heavily communicating triples on L3 caches shared by 3
-//! cores (as on AMD EPYC CCXs) and 16 pairs on 2-core L2 tiles (as on a Xeon Phi). The
+//! cores (as on AMD EPYC CCXs) and 16 pairs on 2-core L2 tiles (as on a Xeon Phi), on
+//! hwloc synthetic machines and on real exports of both. The
 //! same mappings with the caches dropped split groups across caches, so the cache level
 //! is what keeps them together.
 
@@ -19,9 +20,21 @@ const TILE_MACHINE: &str = "pack:1 l2:16 core:2 pu:4";
 const GROUPS: usize = 16;
 
 fn load(description: &str, caches: CacheLevels) -> Tree {
-    TopologySpec::Synthetic(description.to_owned())
-        .load_with(LeafKind::Core, caches)
-        .expect(description)
+    load_spec(&TopologySpec::Synthetic(description.to_owned()), caches)
+}
+
+fn load_spec(spec: &TopologySpec, caches: CacheLevels) -> Tree {
+    spec.load_with(LeafKind::Core, caches)
+        .unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+/// A real hwloc export of the test data.
+fn xml(file: &str) -> TopologySpec {
+    TopologySpec::Xml(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/topologies")
+            .join(file),
+    )
 }
 
 /// `GROUPS` groups of `size` ranks, group g = {g, g + 16, g + 32, ...} (so that rank
@@ -77,9 +90,9 @@ fn map_leaves(graph: &SymGraph, tree: &Tree) -> Vec<usize> {
 /// Maps the coupled groups on the machine with and without its shared caches; returns
 /// how many groups land inside one cache each time (judged on the caches of the
 /// machine, the leaves being numbered alike in both trees).
-fn inside_with_and_without(description: &str, size: usize, level_name: &str) -> (usize, usize) {
-    let kept = load(description, CacheLevels::Shared);
-    let dropped = load(description, CacheLevels::Dropped);
+fn inside_with_and_without(spec: &TopologySpec, size: usize, level_name: &str) -> (usize, usize) {
+    let kept = load_spec(spec, CacheLevels::Shared);
+    let dropped = load_spec(spec, CacheLevels::Dropped);
     assert_eq!(kept.leaves(), dropped.leaves(), "leaves numbered alike");
     assert!(
         !dropped.level_names().iter().any(|n| n == level_name),
@@ -132,7 +145,7 @@ fn a_cache_of_a_single_core_is_not_a_level() {
 
 #[test]
 fn coupled_triples_land_inside_shared_l3_caches() {
-    let (with, without) = inside_with_and_without(L3_MACHINE, 3, "L3Cache");
+    let (with, without) = inside_with_and_without(&synthetic(L3_MACHINE), 3, "L3Cache");
     assert_eq!(with, GROUPS, "every triple inside one L3");
     assert!(
         without < GROUPS,
@@ -142,11 +155,39 @@ fn coupled_triples_land_inside_shared_l3_caches() {
 
 #[test]
 fn coupled_pairs_land_inside_shared_l2_tiles() {
-    let (with, without) = inside_with_and_without(TILE_MACHINE, 2, "L2Cache");
+    let (with, without) = inside_with_and_without(&synthetic(TILE_MACHINE), 2, "L2Cache");
     assert_eq!(with, GROUPS, "every pair inside one tile");
     assert!(
         without < GROUPS,
         "without the L2 level the mapper cannot see the tiles ({without} pairs inside)"
+    );
+}
+
+fn synthetic(description: &str) -> TopologySpec {
+    TopologySpec::Synthetic(description.to_owned())
+}
+
+#[test]
+fn on_a_real_epyc_export_triples_land_inside_its_ccx_l3_caches() {
+    // 2 x EPYC 7451: 48 cores, 16 L3 caches of 3 cores, the machine of the report.
+    let (with, without) =
+        inside_with_and_without(&xml("AMD-17h-Zen-2xEpyc-7451.xml"), 3, "L3Cache");
+    assert_eq!(with, GROUPS, "every triple inside one L3");
+    assert!(
+        without < GROUPS,
+        "{without} triples inside without the L3 level"
+    );
+}
+
+#[test]
+fn on_a_real_xeon_phi_export_pairs_land_inside_its_tiles() {
+    // Xeon Phi 7210: 64 cores, 32 L2 tiles of 2 cores; 16 pairs.
+    let (with, without) =
+        inside_with_and_without(&xml("Intel-KnightsLanding-XeonPhi-7210.xml"), 2, "L2Cache");
+    assert_eq!(with, GROUPS, "every pair inside one tile");
+    assert!(
+        without < GROUPS,
+        "{without} pairs inside without the L2 level"
     );
 }
 
