@@ -112,11 +112,7 @@ impl TreeArgs {
 
 /// `CacheLevels::Dropped` when `--no-shared-caches` was given.
 fn cache_levels(no_shared_caches: bool) -> CacheLevels {
-    if no_shared_caches {
-        CacheLevels::Dropped
-    } else {
-        CacheLevels::Shared
-    }
+    CacheLevels::unless_dropped(no_shared_caches)
 }
 
 /// Where the matrix comes from.
@@ -370,6 +366,10 @@ pub struct RunArgs {
     /// offer.
     #[arg(long, value_name = "TOPOLOGY")]
     pub node_topology: Option<String>,
+    /// Drop the shared CPU caches from the node trees read from hwloc (by default a
+    /// cache shared by two or more cores is a level, as in `rankmig map --help`).
+    #[arg(long, conflicts_with = "restart")]
+    pub no_shared_caches: bool,
     /// Pass ARG to mpirun (repeatable; also RANKMIG_MPIRUN_ARGS, whitespace separated).
     /// OMPI_MCA_* variables of the environment reach mpirun as they are.
     #[arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true)]

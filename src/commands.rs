@@ -496,6 +496,7 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 allocation,
                 mpirun_args: args.mpirun_args.clone(),
                 node_topology: args.node_topology.clone(),
+                no_shared_caches: args.no_shared_caches,
                 lost_hosts: Vec::new(),
             };
             (spec, false)

@@ -31,6 +31,9 @@ pub const ENV_LOST_HOSTS: &str = "RANKMIG_LOST_HOSTS";
 /// The tree of one node for planning (`synthetic:...`, `xml:FILE` or `live`); in
 /// multi-host mode the default is the live tree of the ranks' hosts.
 pub const ENV_NODE_TOPOLOGY: &str = "RANKMIG_NODE_TOPOLOGY";
+/// Set to `1` when the node trees read from hwloc drop their shared caches
+/// (`rankmig run --no-shared-caches`).
+pub const ENV_NO_SHARED_CACHES: &str = "RANKMIG_NO_SHARED_CACHES";
 /// Program spawned for replacement processes (default: this executable). A test knob:
 /// a program that cannot start makes the spawn fail.
 pub const ENV_SPAWN_PROGRAM: &str = "RANKMIG_SPAWN_PROGRAM";
@@ -64,6 +67,9 @@ pub struct JobSettings {
     /// The node tree given with `--node-topology`.
     #[serde(default)]
     pub node_topology: Option<String>,
+    /// Node trees read from hwloc drop their shared caches.
+    #[serde(default)]
+    pub no_shared_caches: bool,
 }
 
 impl JobSettings {
@@ -115,7 +121,13 @@ impl JobSettings {
             node_topology: std::env::var(ENV_NODE_TOPOLOGY)
                 .ok()
                 .filter(|v| !v.trim().is_empty()),
+            no_shared_caches: std::env::var(ENV_NO_SHARED_CACHES).is_ok_and(|v| v.trim() == "1"),
         }
+    }
+
+    /// The cache levels of the node trees read from hwloc.
+    pub fn cache_levels(&self) -> crate::topology::CacheLevels {
+        crate::topology::CacheLevels::unless_dropped(self.no_shared_caches)
     }
 
     /// True in multi-host mode: node names are hosts of the allocation.

@@ -50,6 +50,14 @@ pub enum CacheLevels {
     Dropped,
 }
 
+impl CacheLevels {
+    /// [`CacheLevels::Dropped`] when `dropped`, else [`CacheLevels::Shared`] (for a
+    /// `--no-shared-caches` flag).
+    pub fn unless_dropped(dropped: bool) -> Self {
+        if dropped { Self::Dropped } else { Self::Shared }
+    }
+}
+
 /// Where a machine's topology comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopologySpec {
