@@ -8,7 +8,7 @@ use rankmig::availability::AvailabilityFormat;
 use rankmig::matrix::MatrixFormat;
 use rankmig::output::MapFormat;
 use rankmig::planner::Step2;
-use rankmig::topology::{LeafKind, TopologySpec};
+use rankmig::topology::{CacheLevels, LeafKind, TopologySpec};
 
 /// Move MPI ranks between nodes, placed by TreeMatch over the hwloc tree.
 ///
@@ -123,6 +123,24 @@ pub struct TreeArgs {
     /// What the leaves are: `core` (physical cores) or `pu` (hardware threads).
     #[arg(long, value_enum, default_value_t = LeafKind::Core)]
     pub leaves: LeafKind,
+    /// Drop the shared CPU caches from the tree. By default a cache shared by two or
+    /// more cores (or by groups of cores), e.g. an L3 per AMD CCX or a 2-core L2 tile,
+    /// is a level of the tree (`L3Cache`, `L2Cache`), so coupled ranks are kept inside
+    /// it; a cache of a single core is never a level. Not used with `tleaf:` targets.
+    #[arg(long)]
+    pub no_shared_caches: bool,
+}
+
+impl TreeArgs {
+    /// The cache levels the tree keeps.
+    pub fn cache_levels(&self) -> CacheLevels {
+        cache_levels(self.no_shared_caches)
+    }
+}
+
+/// `CacheLevels::Dropped` when `--no-shared-caches` was given.
+fn cache_levels(no_shared_caches: bool) -> CacheLevels {
+    CacheLevels::unless_dropped(no_shared_caches)
 }
 
 /// Where the matrix comes from.
@@ -161,7 +179,10 @@ pub struct MapArgs {
     #[arg(long, value_name = "LEAVES", conflicts_with = "allowed")]
     pub allowed_leaves: Option<String>,
     /// Link cost per tree level, top level first, for the sum-com metric; one value per
-    /// level below the root. Default: powers of ten (e.g. 100,10,1 for node/package/core).
+    /// level below the root (`rankmig topology` lists the levels). Default: powers of
+    /// ten, each level ten times cheaper than the one above: 100,10,1 for
+    /// node/package/core, 1000,100,10,1 when a shared L3 is a level
+    /// (node/package/L3/core).
     #[arg(long)]
     pub costs: Option<String>,
     /// Host names of the nodes, for the rankfile, Slurm and JSON outputs: one per node,
@@ -223,6 +244,10 @@ pub struct NodeArgs {
     /// What the node's leaves are: `core` or `pu`.
     #[arg(long, value_enum, default_value_t = LeafKind::Core)]
     pub leaves: LeafKind,
+    /// Drop the shared CPU caches from the node's tree (by default a cache shared by
+    /// two or more cores is a level, as in `rankmig map --help`).
+    #[arg(long)]
+    pub no_shared_caches: bool,
     /// Form of the availability file(s): auto, native (`NAME CORES [cpus=LIST]`),
     /// hostfile (`NAME slots=N`), colon (`NAME:N`) or nodefile (one name per slot).
     #[arg(long, value_enum, default_value_t = AvailabilityFormat::Auto)]
@@ -237,6 +262,13 @@ pub struct StepArgs {
     /// also weigh each leaver's traffic with the ranks already on each target node).
     #[arg(long, value_enum, default_value_t = Step2::default())]
     pub step2: Step2,
+}
+
+impl NodeArgs {
+    /// The cache levels the node's tree keeps.
+    pub fn cache_levels(&self) -> CacheLevels {
+        cache_levels(self.no_shared_caches)
+    }
 }
 
 /// `rankmig place`.
@@ -372,6 +404,10 @@ pub struct RunArgs {
     /// offer.
     #[arg(long, value_name = "TOPOLOGY")]
     pub node_topology: Option<String>,
+    /// Drop the shared CPU caches from the node trees read from hwloc (by default a
+    /// cache shared by two or more cores is a level, as in `rankmig map --help`).
+    #[arg(long, conflicts_with = "restart")]
+    pub no_shared_caches: bool,
     /// Pass ARG to mpirun (repeatable; also RANKMIG_MPIRUN_ARGS, whitespace separated).
     /// OMPI_MCA_* variables of the environment reach mpirun as they are.
     #[arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true)]

@@ -145,13 +145,13 @@ fn load_matrix(args: &MatrixArgs) -> Result<CommMatrix, CliError> {
 }
 
 fn load_tree(args: &TreeArgs) -> Result<Tree, CliError> {
-    let node = args.topology.load(args.leaves)?;
+    let node = args.topology.load_with(args.leaves, args.cache_levels())?;
     Ok(Tree::cluster(&node, args.nodes as usize)?)
 }
 
 fn link_costs(costs: Option<&str>, tree: &Tree) -> Result<LinkCosts, CliError> {
     Ok(match costs {
-        Some(list) => LinkCosts::parse(list, tree.depth())?,
+        Some(list) => LinkCosts::parse_for(list, tree)?,
         None => LinkCosts::default_for(tree.depth()),
     })
 }
@@ -421,7 +421,10 @@ fn plan_options(args: &StepArgs) -> PlanOptions {
 fn run_place(args: &PlaceArgs) -> Result<(), CliError> {
     let availability = Availability::load(&args.availability, args.nodes.availability_format)?;
     let graph = load_matrix(&args.matrix)?.symmetric();
-    let node_tree = args.nodes.node_topology.load(args.nodes.leaves)?;
+    let node_tree = args
+        .nodes
+        .node_topology
+        .load_with(args.nodes.leaves, args.nodes.cache_levels())?;
     let start = Instant::now();
     let placement = rankmig::planner::place(&availability, &graph, &node_tree)?;
     let seconds = start.elapsed().as_secs_f64();
@@ -442,7 +445,10 @@ fn run_plan(args: &PlanArgs) -> Result<(), CliError> {
     let availability = Availability::load(&args.availability, args.nodes.availability_format)?;
     let placement = Placement::load(&args.placement)?;
     let graph = load_matrix(&args.matrix)?.symmetric();
-    let node_tree = args.nodes.node_topology.load(args.nodes.leaves)?;
+    let node_tree = args
+        .nodes
+        .node_topology
+        .load_with(args.nodes.leaves, args.nodes.cache_levels())?;
     let start = Instant::now();
     let plan = rankmig::planner::plan(
         &availability,
@@ -462,7 +468,10 @@ fn run_plan(args: &PlanArgs) -> Result<(), CliError> {
 fn run_simulate(args: &SimulateArgs) -> Result<(), CliError> {
     let mut placement = Placement::load(&args.placement)?;
     let graph = load_matrix(&args.matrix)?.symmetric();
-    let node_tree = args.nodes.node_topology.load(args.nodes.leaves)?;
+    let node_tree = args
+        .nodes
+        .node_topology
+        .load_with(args.nodes.leaves, args.nodes.cache_levels())?;
     let options = plan_options(&args.step);
     let mut steps = Vec::with_capacity(args.steps.len());
     for path in &args.steps {
@@ -530,6 +539,7 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 allocation,
                 mpirun_args: args.mpirun_args.clone(),
                 node_topology: args.node_topology.clone(),
+                no_shared_caches: args.no_shared_caches,
                 lost_hosts: Vec::new(),
             };
             (spec, false)

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use rankmig::topology::{LeafKind, TopologySpec, Tree};
+use rankmig::topology::{CacheLevels, LeafKind, TopologySpec, Tree};
 
 fn load(file: &str, leaves: LeafKind) -> Tree {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -11,60 +11,90 @@ fn load(file: &str, leaves: LeafKind) -> Tree {
     TopologySpec::Xml(path).load(leaves).expect(file)
 }
 
-/// (file, levels with caches removed and single-child levels merged, core leaves)
-const EXPECTED: &[(&str, &str)] = &[
-    ("16em64t-4s2c2t.xml", "Machine:1(x4) Package:4(x2) Core:8"),
+/// (file, levels with shared caches kept, levels with every cache dropped), core
+/// leaves, single-child levels merged. A cache that one package or one core owns alone
+/// merges into that package or core; an L3 of several per package (AMD CCXs, ARM
+/// clusters) and a 2-core L2 (Xeon Phi tiles, E-core clusters) stay.
+const EXPECTED: &[(&str, &str, &str)] = &[
+    (
+        "16em64t-4s2c2t.xml",
+        "Machine:1(x4) Package:4(x2) Core:8",
+        "Machine:1(x4) Package:4(x2) Core:8",
+    ),
     (
         "Intel-RaptorLake-Corei7-1370P.xml",
+        "Machine:1(x8) L2Cache:8(x1-4) Core:14",
         "Machine:1(x14) Core:14",
     ),
     (
         "24em64t-2n6c2t-pci.xml",
         "Machine:1(x2) Package:2(x6) Core:12",
+        "Machine:1(x2) Package:2(x6) Core:12",
     ),
     (
         "28intel64-2p2g7c-CoDgroups.v1tov2.xml",
+        "Machine:1(x2) Package:2(x2) Group:4(x7) Core:28",
         "Machine:1(x2) Package:2(x2) Group:4(x7) Core:28",
     ),
     (
         "32em64t-2n8c2t-pci-noio.xml",
         "Machine:1(x2) Package:2(x8) Core:16",
+        "Machine:1(x2) Package:2(x8) Core:16",
     ),
     (
         "48amd64-4d2n6c-sparse.xml",
+        "Machine:1(x4) Package:4(x2) L3Cache:8(x6) Core:48",
         "Machine:1(x4) Package:4(x12) Core:48",
     ),
     (
         "Intel-Skylake-2xXeon6140.xml",
         "Machine:1(x2) Package:2(x18) Core:36",
+        "Machine:1(x2) Package:2(x18) Core:36",
     ),
     (
         "memorysidecaches.xml",
         "Machine:1(x2) Package:2(x2) Group:4(x10) Core:40",
+        "Machine:1(x2) Package:2(x2) Group:4(x10) Core:40",
     ),
     (
         "AMD-17h-Zen-2xEpyc-7451.xml",
+        "Machine:1(x2) Package:2(x4) Group:8(x2) L3Cache:16(x3) Core:48",
         "Machine:1(x2) Package:2(x4) Group:8(x6) Core:48",
     ),
     (
         "128arm-2pa2n8cluster4co.xml",
+        "Machine:1(x2) Package:2(x2) L3Cache:4(x8) Group:32(x4) Core:128",
         "Machine:1(x2) Package:2(x16) Group:32(x4) Core:128",
     ),
     (
         "128ia64-17n4s2c.xml",
         "Machine:1(x16) Group:16(x4) Package:64(x2) Core:128",
+        "Machine:1(x16) Group:16(x4) Package:64(x2) Core:128",
     ),
     (
         "Intel-KnightsLanding-XeonPhi-7210.xml",
+        "Machine:1(x32) L2Cache:32(x2) Core:64",
         "Machine:1(x64) Core:64",
     ),
 ];
 
 #[test]
 fn every_real_topology_loads_with_core_leaves() {
-    for (file, levels) in EXPECTED {
+    for (file, shared, dropped) in EXPECTED {
         let tree = load(file, LeafKind::Core);
-        assert_eq!(&tree.describe_levels(), levels, "{file}");
+        assert_eq!(&tree.describe_levels(), shared, "{file}");
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/topologies")
+            .join(file);
+        let flat = TopologySpec::Xml(path)
+            .load_with(LeafKind::Core, CacheLevels::Dropped)
+            .expect(file);
+        assert_eq!(&flat.describe_levels(), dropped, "{file}");
+        assert_eq!(
+            tree.leaves(),
+            flat.leaves(),
+            "{file}: leaves numbered alike"
+        );
     }
 }
 
@@ -72,11 +102,25 @@ fn every_real_topology_loads_with_core_leaves() {
 fn hybrid_cores_give_uneven_pu_leaves() {
     let tree = load("Intel-RaptorLake-Corei7-1370P.xml", LeafKind::Pu);
     assert_eq!(tree.leaf_count(), 20);
-    // P-cores have 2 PUs, E-cores 1: the core level stays, with arities 1 and 2.
-    assert_eq!(tree.describe_levels(), "Machine:1(x14) Core:14(x1-2) PU:20");
-    // Two PUs of the first P-core are 2 hops apart; PUs of different cores 4.
+    // P-cores have 2 PUs, E-cores 1 and share an L2 by 4: the core level stays, with
+    // arities 1 and 2, under the L2 level (a P-core under a single-child vertex).
+    assert_eq!(
+        tree.describe_levels(),
+        "Machine:1(x8) L2Cache:8(x1-4) Core:14(x1-2) PU:20"
+    );
+    // Two PUs of the first P-core are 2 hops apart; two E-cores of one L2 (PUs 12 and
+    // 13) 4; PUs of two P-cores 6.
     assert_eq!(tree.hops(0, 1), 2);
-    assert_eq!(tree.hops(0, 2), 4);
+    assert_eq!(tree.hops(12, 13), 4);
+    assert_eq!(tree.hops(0, 2), 6);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/topologies/Intel-RaptorLake-Corei7-1370P.xml");
+    let flat = TopologySpec::Xml(path)
+        .load_with(LeafKind::Pu, CacheLevels::Dropped)
+        .unwrap();
+    assert_eq!(flat.describe_levels(), "Machine:1(x14) Core:14(x1-2) PU:20");
+    assert_eq!(flat.hops(0, 1), 2);
+    assert_eq!(flat.hops(0, 2), 4);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::availability::{Availability, AvailabilityFormat};
-use crate::topology::{LeafKind, TopologySpec};
+use crate::topology::{CacheLevels, LeafKind, TopologySpec};
 
 use super::allocation::{Allocation, AllocationError, without_lost_hosts};
 use super::mpirun::{self, LaunchFiles};
@@ -59,12 +59,20 @@ pub struct RunSpec {
     /// The tree of one node for planning (`--node-topology`).
     #[serde(default)]
     pub node_topology: Option<String>,
+    /// Trees read from hwloc drop their shared caches (`--no-shared-caches`).
+    #[serde(default)]
+    pub no_shared_caches: bool,
     /// Hosts found lost at an earlier launch of this run (never used again).
     #[serde(default)]
     pub lost_hosts: Vec<String>,
 }
 
 impl RunSpec {
+    /// The cache levels of the node trees read from hwloc.
+    pub fn cache_levels(&self) -> CacheLevels {
+        CacheLevels::unless_dropped(self.no_shared_caches)
+    }
+
     /// The hosts of `allocation` not found lost.
     pub fn usable_hosts(&self, allocation: &Allocation) -> Vec<String> {
         (allocation.host_names().into_iter())
@@ -206,8 +214,10 @@ pub fn starting_availability(spec: &RunSpec) -> Result<Availability, LaunchError
 /// largest offer.
 pub fn node_tree(spec: &RunSpec, availability: &Availability) -> Result<Tree, LaunchError> {
     match (&spec.node_topology, &spec.allocation) {
-        (Some(t), _) => Ok(t.parse::<TopologySpec>()?.load(LeafKind::Core)?),
-        (None, Some(_)) => Ok(TopologySpec::Live.load(LeafKind::Core)?),
+        (Some(t), _) => Ok(t
+            .parse::<TopologySpec>()?
+            .load_with(LeafKind::Core, spec.cache_levels())?),
+        (None, Some(_)) => Ok(TopologySpec::Live.load_with(LeafKind::Core, spec.cache_levels())?),
         (None, None) => Ok(logical_node_tree(availability, 1)?),
     }
 }
@@ -381,4 +391,38 @@ pub fn load_spec(run_dir: &Path) -> Result<RunSpec, LaunchError> {
         source,
     })?;
     serde_json::from_str(&text).map_err(|source| LaunchError::RunSpec { path, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run spec as an older rankmig saved it (no `no_shared_caches` field), on the
+    /// synthetic node `topology`.
+    fn spec_on(topology: &str) -> RunSpec {
+        let json = serde_json::json!({
+            "ranks": 4, "availability": "/av", "matrix": null, "ckpt_dir": "/c",
+            "run_dir": "/r", "check_every": 0, "program": ["app"], "env": [],
+            "node_topology": topology,
+        });
+        serde_json::from_value(json).expect("an old run.json still reads")
+    }
+
+    #[test]
+    fn the_planning_tree_keeps_shared_caches_unless_run_drops_them() {
+        let availability = Availability::parse("n1 4\n", "test", AvailabilityFormat::Auto).unwrap();
+        let mut spec = spec_on("synthetic:pack:2 l3:2 core:3 pu:1");
+        assert!(!spec.no_shared_caches);
+        let kept = node_tree(&spec, &availability).unwrap();
+        assert_eq!(
+            kept.describe_levels(),
+            "Machine:1(x2) Package:2(x2) L3Cache:4(x3) Core:12"
+        );
+        spec.no_shared_caches = true;
+        let dropped = node_tree(&spec, &availability).unwrap();
+        assert_eq!(
+            dropped.describe_levels(),
+            "Machine:1(x2) Package:2(x6) Core:12"
+        );
+    }
 }

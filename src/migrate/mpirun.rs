@@ -23,8 +23,8 @@ use crate::planner::Placement;
 use super::launch::RunSpec;
 use super::settings::{
     ENV_AVAILABILITY, ENV_CHECK_EVERY, ENV_CHECK_INTERVAL_MS, ENV_CORES_PER_NODE, ENV_HOSTS,
-    ENV_LOST_HOSTS, ENV_MATRIX, ENV_MATRIX_FORMAT, ENV_NODE_TOPOLOGY, ENV_PLACEMENT, ENV_RUN_DIR,
-    ENV_SETTLE_MS,
+    ENV_LOST_HOSTS, ENV_MATRIX, ENV_MATRIX_FORMAT, ENV_NO_SHARED_CACHES, ENV_NODE_TOPOLOGY,
+    ENV_PLACEMENT, ENV_RUN_DIR, ENV_SETTLE_MS,
 };
 
 /// Extra `mpirun` options, whitespace separated, added before the user's
@@ -159,6 +159,9 @@ fn rank_environment(
     }
     if let Some(t) = &spec.node_topology {
         env.push((ENV_NODE_TOPOLOGY.into(), t.clone()));
+    }
+    if spec.no_shared_caches {
+        env.push((ENV_NO_SHARED_CACHES.into(), "1".into()));
     }
     env.extend(spec.env.iter().cloned());
     env

@@ -37,6 +37,9 @@ pub const ENV_SETTLE_MS: &str = "RANKMIG_SETTLE_MS";
 /// Default of [`ENV_SETTLE_MS`]: a file written in two steps a second or two apart
 /// (`echo … > av; sleep 2; echo … >> av`) gives one reconfiguration, not two.
 pub const DEFAULT_SETTLE_MS: u64 = 3000;
+/// Set to `1` when the node trees read from hwloc drop their shared caches
+/// (`rankmig run --no-shared-caches`).
+pub const ENV_NO_SHARED_CACHES: &str = "RANKMIG_NO_SHARED_CACHES";
 /// Program spawned for replacement processes (default: this executable). A test knob:
 /// a program that cannot start makes the spawn fail.
 pub const ENV_SPAWN_PROGRAM: &str = "RANKMIG_SPAWN_PROGRAM";
@@ -70,6 +73,9 @@ pub struct JobSettings {
     /// The node tree given with `--node-topology`.
     #[serde(default)]
     pub node_topology: Option<String>,
+    /// Node trees read from hwloc drop their shared caches.
+    #[serde(default)]
+    pub no_shared_caches: bool,
     /// How long an edit must stay unchanged before it is acted on, in milliseconds.
     #[serde(default = "default_settle_ms")]
     pub settle_ms: u64,
@@ -139,8 +145,14 @@ impl JobSettings {
             node_topology: std::env::var(ENV_NODE_TOPOLOGY)
                 .ok()
                 .filter(|v| !v.trim().is_empty()),
+            no_shared_caches: env_flag(ENV_NO_SHARED_CACHES)?,
             settle_ms: env_number(ENV_SETTLE_MS, DEFAULT_SETTLE_MS)?,
         })
+    }
+
+    /// The cache levels of the node trees read from hwloc.
+    pub fn cache_levels(&self) -> crate::topology::CacheLevels {
+        crate::topology::CacheLevels::unless_dropped(self.no_shared_caches)
     }
 
     /// True in multi-host mode: node names are hosts of the allocation.
@@ -174,6 +186,20 @@ fn env_number(var: &'static str, default: u64) -> Result<u64, SettingsError> {
             var,
             value: v,
             expected: "a whole number (0 or more)",
+        }),
+    }
+}
+
+/// A yes/no variable: unset, empty, `0` or `false` is no; `1` or `true` is yes.
+fn env_flag(var: &'static str) -> Result<bool, SettingsError> {
+    let value = std::env::var(var).unwrap_or_default();
+    match value.trim() {
+        "" | "0" | "false" => Ok(false),
+        "1" | "true" => Ok(true),
+        _ => Err(SettingsError {
+            var,
+            value,
+            expected: "1 or 0",
         }),
     }
 }

@@ -7,12 +7,12 @@ use hwlocality::object::TopologyObject;
 use hwlocality::object::types::ObjectType;
 
 use super::tree::{Leaf, Shape, Tree};
-use super::{LeafKind, MAX_LEAVES, TopologyError, hwloc_stderr};
+use super::{CacheLevels, LeafKind, MAX_LEAVES, TopologyError, hwloc_stderr};
 
 /// Loads the topology of the machine this process runs on.
-pub fn live(leaves: LeafKind) -> Result<Tree, TopologyError> {
+pub fn live(leaves: LeafKind, caches: CacheLevels) -> Result<Tree, TopologyError> {
     let topology = Topology::new().map_err(|e| TopologyError::Live(e.to_string()))?;
-    tree_of(&topology, leaves)
+    tree_of(&topology, leaves, caches)
 }
 
 /// Loads an hwloc XML file (as `lstopo file.xml` writes it).
@@ -20,7 +20,11 @@ pub fn live(leaves: LeafKind) -> Result<Tree, TopologyError> {
 /// A file whose `<topology version="...">` is newer than the 2.x this hwloc reads is
 /// refused with that version; another refusal gives hwloc's reason when it printed one
 /// (with `HWLOC_XML_VERBOSE=1`), or says when the file ends before `</topology>`.
-pub fn from_xml_file(path: &Path, leaves: LeafKind) -> Result<Tree, TopologyError> {
+pub fn from_xml_file(
+    path: &Path,
+    leaves: LeafKind,
+    caches: CacheLevels,
+) -> Result<Tree, TopologyError> {
     let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
         path: path.to_owned(),
         source,
@@ -39,7 +43,7 @@ pub fn from_xml_file(path: &Path, leaves: LeafKind) -> Result<Tree, TopologyErro
     }
     let build = || Topology::builder().from_xml(&text).map(|b| b.build());
     let said = match build_telling(build) {
-        Ok(topology) => return tree_of(&topology, leaves),
+        Ok(topology) => return tree_of(&topology, leaves, caches),
         Err(said) => said,
     };
     // libxml2 follows its complaint with the offending text and a caret line; hwloc
@@ -112,7 +116,11 @@ fn xml_format_version(text: &str) -> Option<&str> {
 /// objects times the widest level (`pack:2 core:8192 pu:1` took 142 s). Both are
 /// checked before hwloc builds anything. Larger machines are described with `--nodes`
 /// or an XML export.
-pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, TopologyError> {
+pub fn from_synthetic(
+    description: &str,
+    leaves: LeafKind,
+    caches: CacheLevels,
+) -> Result<Tree, TopologyError> {
     let work = synthetic_objects(description)
         .zip(widest_count(description))
         .and_then(|(n, w)| n.checked_mul(w).map(|work| (n, work)));
@@ -135,7 +143,7 @@ pub fn from_synthetic(description: &str, leaves: LeafKind) -> Result<Tree, Topol
             .map(|b| b.build())
     };
     match build_telling(build) {
-        Ok(topology) => tree_of(&topology, leaves),
+        Ok(topology) => tree_of(&topology, leaves, caches),
         Err(said) => Err(TopologyError::InvalidSynthetic {
             description: description.to_owned(),
             reason: if said.is_empty() {
@@ -190,13 +198,24 @@ fn synthetic_objects(description: &str) -> Option<u64> {
     Some(n)
 }
 
-/// Converts an hwloc topology to our tree: cache levels are skipped (they carry no
-/// choice TreeMatch could use beyond what packages, groups and cores already give),
-/// leaves are cores or PUs.
-fn tree_of(topology: &Topology, leaves: LeafKind) -> Result<Tree, TopologyError> {
-    let leaf_type = effective_leaf_type(topology, leaves);
+/// Converts an hwloc topology to our tree: leaves are cores or PUs; a CPU cache is a
+/// level of the tree when `caches` keeps shared caches and it has at least two
+/// children with leaves under them (an L3 shared by the cores of a CCX, a 2-core L2
+/// tile); any other cache is spliced away, its children taking its place.
+fn tree_of(
+    topology: &Topology,
+    leaves: LeafKind,
+    caches: CacheLevels,
+) -> Result<Tree, TopologyError> {
+    let walk = Walk {
+        leaf_type: effective_leaf_type(topology, leaves),
+        caches,
+    };
     let mut next_leaf = 0u32;
-    let shape = shape_of(topology.root_object(), leaf_type, None, &mut next_leaf)
+    // The root is not a cache: it stands for itself or, without leaves, for nothing.
+    let shape = walk
+        .shapes_of(topology.root_object(), None, &mut next_leaf)
+        .pop()
         .ok_or(TopologyError::NoLeaves)?;
     Tree::from_shape(&shape)
 }
@@ -219,57 +238,58 @@ fn effective_leaf_type(topology: &Topology, leaves: LeafKind) -> ObjectType {
     }
 }
 
-/// The shape under `object`; `core` is the logical index of the core `object` is in.
-fn shape_of(
-    object: &TopologyObject,
+/// What the walk over hwloc objects keeps.
+struct Walk {
     leaf_type: ObjectType,
-    core: Option<u32>,
-    next: &mut u32,
-) -> Option<Shape> {
-    let kind = object.object_type();
-    let core = if kind == ObjectType::Core {
-        u32::try_from(object.logical_index()).ok()
-    } else {
-        core
-    };
-    if kind == leaf_type {
-        let cpus = object.cpuset().map_or_else(Vec::new, |set| {
-            set.iter_set()
-                .filter_map(|i| u32::try_from(usize::from(i)).ok())
-                .collect()
-        });
-        let leaf = Leaf {
-            node: 0,
-            logical_index: *next,
-            core,
-            cpus,
-        };
-        *next += 1;
-        return Some(Shape::leaf(&kind.to_string(), leaf));
-    }
-    let mut children = Vec::new();
-    for child in object.normal_children() {
-        if child.object_type().is_cpu_cache() {
-            // Splice the cache's children in its place.
-            for grandchild in flatten_caches(child) {
-                children.extend(shape_of(grandchild, leaf_type, core, next));
-            }
-        } else {
-            children.extend(shape_of(child, leaf_type, core, next));
-        }
-    }
-    (!children.is_empty()).then(|| Shape::inner(&kind.to_string(), children))
+    caches: CacheLevels,
 }
 
-/// The first non-cache descendants of a cache object, in order.
-fn flatten_caches(cache: &TopologyObject) -> Vec<&TopologyObject> {
-    let mut out = Vec::new();
-    for child in cache.normal_children() {
-        if child.object_type().is_cpu_cache() {
-            out.extend(flatten_caches(child));
+impl Walk {
+    /// The shapes `object` stands for in its parent's children: none (no leaf under
+    /// it), one, or its children's shapes when it is a cache spliced away. `core` is
+    /// the logical index of the core `object` is in; `next` the next leaf index.
+    fn shapes_of(&self, object: &TopologyObject, core: Option<u32>, next: &mut u32) -> Vec<Shape> {
+        let kind = object.object_type();
+        let core = if kind == ObjectType::Core {
+            u32::try_from(object.logical_index()).ok()
         } else {
-            out.push(child);
+            core
+        };
+        if kind == self.leaf_type {
+            return vec![leaf_shape(object, core, next)];
         }
+        let children: Vec<Shape> = object
+            .normal_children()
+            .flat_map(|child| self.shapes_of(child, core, next))
+            .collect();
+        if children.is_empty() {
+            return Vec::new();
+        }
+        if kind.is_cpu_cache() && !self.keeps_cache(children.len()) {
+            return children;
+        }
+        vec![Shape::inner(&kind.to_string(), children)]
     }
-    out
+
+    /// Whether a cache with `children` children (with leaves under them) is a level.
+    fn keeps_cache(&self, children: usize) -> bool {
+        self.caches == CacheLevels::Shared && children >= 2
+    }
+}
+
+/// The leaf shape of `object`, numbered `next` (which moves on).
+fn leaf_shape(object: &TopologyObject, core: Option<u32>, next: &mut u32) -> Shape {
+    let cpus = object.cpuset().map_or_else(Vec::new, |set| {
+        set.iter_set()
+            .filter_map(|i| u32::try_from(usize::from(i)).ok())
+            .collect()
+    });
+    let leaf = Leaf {
+        node: 0,
+        logical_index: *next,
+        core,
+        cpus,
+    };
+    *next += 1;
+    Shape::leaf(&object.object_type().to_string(), leaf)
 }

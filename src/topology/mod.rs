@@ -35,6 +35,30 @@ pub enum LeafKind {
     Pu,
 }
 
+/// Which hwloc CPU cache levels a tree read from hwloc keeps.
+///
+/// A cache with a single child (with leaves under it) is always spliced away: it
+/// separates nothing. A cache shared by two or more children (an L3 shared by the
+/// cores of an AMD CCX, the 2-core L2 tile of a Xeon Phi) tells which cores are
+/// closest, so by default it is a level of the tree, and TreeMatch keeps heavily
+/// communicating ranks inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub enum CacheLevels {
+    /// Caches shared by at least two children are levels (the default).
+    #[default]
+    Shared,
+    /// Every cache is spliced away: only packages, dies, groups, cores, PUs remain.
+    Dropped,
+}
+
+impl CacheLevels {
+    /// [`CacheLevels::Dropped`] when `dropped`, else [`CacheLevels::Shared`] (for a
+    /// `--no-shared-caches` flag).
+    pub fn unless_dropped(dropped: bool) -> Self {
+        if dropped { Self::Dropped } else { Self::Shared }
+    }
+}
+
 /// Where a machine's topology comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopologySpec {
@@ -50,12 +74,27 @@ pub enum TopologySpec {
 }
 
 impl TopologySpec {
-    /// Loads the machine tree.
+    /// Loads the machine tree, shared caches kept as levels (see [`CacheLevels`]).
     pub fn load(&self, leaves: LeafKind) -> Result<Tree, TopologyError> {
+        self.load_with(leaves, CacheLevels::default())
+    }
+
+    /// Loads the machine tree with the cache levels `caches` says (a Scotch `tleaf`
+    /// target has no caches: `caches` changes nothing there).
+    ///
+    /// ```
+    /// use rankmig::topology::{CacheLevels, LeafKind, TopologySpec};
+    /// let spec: TopologySpec = "synthetic:pack:2 l3:4 core:3 pu:1".parse().unwrap();
+    /// let kept = spec.load_with(LeafKind::Core, CacheLevels::Shared).unwrap();
+    /// assert_eq!(kept.describe_levels(), "Machine:1(x2) Package:2(x4) L3Cache:8(x3) Core:24");
+    /// let dropped = spec.load_with(LeafKind::Core, CacheLevels::Dropped).unwrap();
+    /// assert_eq!(dropped.describe_levels(), "Machine:1(x2) Package:2(x12) Core:24");
+    /// ```
+    pub fn load_with(&self, leaves: LeafKind, caches: CacheLevels) -> Result<Tree, TopologyError> {
         match self {
-            TopologySpec::Live => hwloc::live(leaves),
-            TopologySpec::Xml(path) => hwloc::from_xml_file(path, leaves),
-            TopologySpec::Synthetic(s) => hwloc::from_synthetic(s, leaves),
+            TopologySpec::Live => hwloc::live(leaves, caches),
+            TopologySpec::Xml(path) => hwloc::from_xml_file(path, leaves, caches),
+            TopologySpec::Synthetic(s) => hwloc::from_synthetic(s, leaves, caches),
             TopologySpec::Tleaf(path) => from_tleaf_file(path),
         }
     }

@@ -57,15 +57,6 @@ impl Shape {
         }
     }
 
-    fn leaf_depths(&self, depth: usize, out: &mut Vec<usize>) {
-        if self.leaf.is_some() {
-            out.push(depth);
-        }
-        for child in &self.children {
-            child.leaf_depths(depth + 1, out);
-        }
-    }
-
     fn has_leaves(&self) -> bool {
         self.leaf.is_some() || self.children.iter().any(Shape::has_leaves)
     }
@@ -99,16 +90,15 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// Builds a tree from a nested [`Shape`]: subtrees without leaves are dropped, leaves
-    /// that sit higher than the deepest ones are pushed down through single-child vertices,
-    /// and levels where every vertex has exactly one child are merged away (cache levels
-    /// and similar add no choice to a mapping).
+    /// Builds a tree from a nested [`Shape`]: subtrees without leaves are dropped, a
+    /// subtree whose leaves sit higher than the deepest ones is pushed down under
+    /// single-child vertices (put just below its parent, so distances inside it stay),
+    /// and levels where every vertex has exactly one child are merged away (they add no
+    /// choice to a mapping).
     pub fn from_shape(shape: &Shape) -> Result<Self, TopologyError> {
         let pruned = prune(shape).ok_or(TopologyError::NoLeaves)?;
-        let mut depths = Vec::new();
-        pruned.leaf_depths(0, &mut depths);
-        let max_depth = depths.iter().copied().max().unwrap_or(0);
-        let padded = pad_leaves(&pruned, 0, max_depth);
+        let max_depth = height(&pruned);
+        let padded = pad_to(&pruned, max_depth);
         let mut tree = Self::levelize(&padded, max_depth);
         tree.merge_single_child_levels();
         Ok(tree)
@@ -258,7 +248,7 @@ impl Tree {
         };
         let mut frontier: Vec<&Shape> = vec![shape];
         for level in 0..levels {
-            tree.level_names[level] = frontier.first().map(|s| s.kind.clone()).unwrap_or_default();
+            tree.level_names[level] = level_name(&frontier);
             let mut next = Vec::new();
             let mut firsts = Vec::with_capacity(frontier.len() + 1);
             for (v, s) in frontier.iter().enumerate() {
@@ -413,6 +403,19 @@ impl Tree {
     }
 }
 
+/// The name of a level: the kind of its first vertex with several children, else of
+/// its first vertex. A level that mixes kinds (the shared L2 caches of a hybrid
+/// CPU's E-cores beside its P-cores, padded down to the leaves) is named after the
+/// vertices that group something.
+fn level_name(vertices: &[&Shape]) -> String {
+    vertices
+        .iter()
+        .find(|s| s.children.len() > 1)
+        .or(vertices.first())
+        .map(|s| s.kind.clone())
+        .unwrap_or_default()
+}
+
 fn prune(shape: &Shape) -> Option<Shape> {
     if shape.leaf.is_some() {
         return Some(shape.clone());
@@ -424,22 +427,39 @@ fn prune(shape: &Shape) -> Option<Shape> {
     Some(Shape::inner(&shape.kind, children))
 }
 
-fn pad_leaves(shape: &Shape, depth: usize, target: usize) -> Shape {
+/// Edges from `shape` down to its deepest leaf.
+fn height(shape: &Shape) -> usize {
+    shape
+        .children
+        .iter()
+        .map(|c| height(c) + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// `shape` (of height at most `target`) with every leaf `target` edges below it. A
+/// child not tall enough is put under single-child vertices of its own kind just below
+/// its parent, so that what it holds keeps its distances: the two threads of a P-core
+/// stay siblings beside the shared-L2 clusters of E-cores of a hybrid CPU.
+fn pad_to(shape: &Shape, target: usize) -> Shape {
     if shape.leaf.is_some() {
-        let mut s = shape.clone();
-        for _ in depth..target {
-            s = Shape::inner(&shape.kind, vec![s]);
-        }
-        return s;
+        return wrap(shape.clone(), target);
     }
-    Shape::inner(
-        &shape.kind,
-        shape
-            .children
-            .iter()
-            .map(|c| pad_leaves(c, depth + 1, target))
-            .collect(),
-    )
+    let children = shape
+        .children
+        .iter()
+        .map(|c| {
+            let own = height(c);
+            wrap(pad_to(c, own), target.saturating_sub(own + 1))
+        })
+        .collect();
+    Shape::inner(&shape.kind, children)
+}
+
+/// `shape` under `times` single-child vertices of its kind.
+fn wrap(shape: Shape, times: usize) -> Shape {
+    let kind = shape.kind.clone();
+    (0..times).fold(shape, |s, _| Shape::inner(&kind, vec![s]))
 }
 
 fn build_symmetric(arities: &[usize], counter: &mut u32) -> Shape {

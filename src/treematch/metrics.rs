@@ -22,7 +22,11 @@ pub struct LinkCosts {
 }
 
 impl LinkCosts {
-    /// Powers of ten: 1 for the deepest links, 10 above, 100 above that, ...
+    /// Powers of ten: 1 for the deepest links, 10 above, 100 above that, ... Every level
+    /// counts, a shared-cache level (see [`crate::topology::CacheLevels`]) too: on
+    /// node/package/L3/core links the costs are 1000,100,10,1, so two cores climb 1
+    /// inside an L3, 11 across the L3s of a package, 111 across packages and 1111
+    /// across nodes; each level costs ten times less than the level above it.
     pub fn default_for(depth: usize) -> Self {
         Self {
             per_level: (0..depth)
@@ -52,6 +56,34 @@ impl LinkCosts {
             )));
         }
         Ok(Self { per_level })
+    }
+
+    /// Parses `list` for `tree`, as [`LinkCosts::parse`]; a list of the wrong length is
+    /// told the tree's link levels by name (`Package>L3Cache` is the link between a
+    /// package and its L3 caches).
+    ///
+    /// ```
+    /// use rankmig::topology::Tree;
+    /// use rankmig::treematch::metrics::LinkCosts;
+    /// let tree = Tree::from_arities(&[2, 8]).unwrap();
+    /// let e = LinkCosts::parse_for("100,10,1", &tree).unwrap_err().to_string();
+    /// assert!(e.contains("L2>L1, L1>Leaf"), "{e}");
+    /// ```
+    pub fn parse_for(list: &str, tree: &Tree) -> Result<Self, MapError> {
+        let given = list.split(',').count();
+        if given != tree.depth() {
+            let links: Vec<String> = tree
+                .level_names()
+                .windows(2)
+                .map(|pair| format!("{}>{}", pair[0], pair[1]))
+                .collect();
+            return Err(MapError::BadOption(format!(
+                "--costs '{list}' has {given} values but the tree has {} link levels, top first: {}",
+                tree.depth(),
+                links.join(", ")
+            )));
+        }
+        Self::parse(list, tree.depth())
     }
 
     /// Cost of climbing the `d` deepest levels (and coming back down).

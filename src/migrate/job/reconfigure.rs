@@ -47,7 +47,11 @@ impl Job {
         let live = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
         self.export_matrix(&live);
         let host_trees = if self.settings.multi_host() && self.settings.node_topology.is_none() {
-            super::host_trees::gather_host_trees(&self.comm, &placement)
+            super::host_trees::gather_host_trees(
+                &self.comm,
+                &placement,
+                self.settings.cache_levels(),
+            )
         } else {
             Vec::new()
         };
@@ -178,8 +182,10 @@ impl Job {
         let loaded = match &self.settings.node_topology {
             Some(spec) => spec
                 .parse::<TopologySpec>()
-                .and_then(|t| t.load(LeafKind::Core)),
-            None if self.settings.multi_host() => TopologySpec::Live.load(LeafKind::Core),
+                .and_then(|t| t.load_with(LeafKind::Core, self.settings.cache_levels())),
+            None if self.settings.multi_host() => {
+                TopologySpec::Live.load_with(LeafKind::Core, self.settings.cache_levels())
+            }
             None => {
                 super::super::launch::logical_node_tree(availability, self.settings.cores_per_node)
             }
