@@ -13,23 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{checksum, jacobi, mpi_lock, rankmig};
+use common::{checksum, is_zombie, jacobi, mpi_lock, namespaces_available, per_host, rankmig};
 use rankmig::migrate::supervise::descendants;
 
 const SIZE: &str = "128";
 const ITERS: &str = "60000";
-
-/// Skips (with a message) where namespaces cannot be created.
-fn namespaces_available() -> bool {
-    let ok = Command::new("unshare")
-        .args(["--uts", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED: `unshare --uts` is not allowed here: no emulated cluster");
-    }
-    ok
-}
 
 struct Cluster {
     dir: tempfile::TempDir,
@@ -177,33 +165,9 @@ impl Cluster {
     }
 }
 
-/// The live application processes below `root` and their hosts, read from outside.
+/// The live Jacobi processes below `root` and their hosts, read from outside.
 fn live_hosts(root: u32) -> BTreeMap<u32, String> {
-    let app = fs::canonicalize(jacobi()).expect("jacobi path");
-    descendants(root)
-        .into_iter()
-        .filter(|pid| fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == app))
-        .filter(|pid| !is_zombie(*pid))
-        .filter_map(|pid| rankmig::emulated_cluster::host_of(pid).map(|h| (pid, h)))
-        .collect()
-}
-
-fn is_zombie(pid: u32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
-}
-
-fn per_host(live: &BTreeMap<u32, String>) -> BTreeMap<String, usize> {
-    let mut out = BTreeMap::new();
-    for h in live.values() {
-        *out.entry(h.clone()).or_insert(0) += 1;
-    }
-    out
+    common::live_hosts(root, jacobi())
 }
 
 fn wait_until(what: &str, limit: Duration, ready: impl Fn() -> bool) {

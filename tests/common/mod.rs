@@ -86,3 +86,49 @@ pub fn rankmig() -> Command {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     cmd
 }
+
+/// The live processes below `root` running `program`, and their hosts (emulated
+/// cluster), read from outside: the host of a process is the name of its UTS namespace.
+pub fn live_hosts(root: u32, program: &Path) -> std::collections::BTreeMap<u32, String> {
+    let app = std::fs::canonicalize(program).expect("program path");
+    rankmig::migrate::supervise::descendants(root)
+        .into_iter()
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == app))
+        .filter(|pid| !is_zombie(*pid))
+        .filter_map(|pid| rankmig::emulated_cluster::host_of(pid).map(|h| (pid, h)))
+        .collect()
+}
+
+/// True for a zombie or a process that is gone.
+pub fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+/// How many of `live` run on each host.
+pub fn per_host(
+    live: &std::collections::BTreeMap<u32, String>,
+) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for h in live.values() {
+        *out.entry(h.clone()).or_insert(0) += 1;
+    }
+    out
+}
+
+/// False (with a message) where UTS namespaces cannot be created: no emulated cluster.
+pub fn namespaces_available() -> bool {
+    let ok = Command::new("unshare")
+        .args(["--uts", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: `unshare --uts` is not allowed here: no emulated cluster");
+    }
+    ok
+}

@@ -1,0 +1,160 @@
+/* 2D Jacobi solver of -Δu = 1 on the unit square (u = 0 on the boundary), on an N x N
+ * interior grid whose rows are split over the ranks: the C twin of examples/jacobi.rs,
+ * with the same numerics, so the same size, iterations and rank count print the same
+ * checksum (XXH3-64 of the final global grid, row-major little-endian doubles).
+ *
+ * The rankmig lines are marked "rankmig:". Build (from the repository root, after
+ * cargo build --release):
+ *
+ *   mpicc -O2 -I include examples/c/jacobi.c -o target/jacobi-c \
+ *         -L target/release -lrankmig -Wl,-rpath,$PWD/target/release -lxxhash
+ *
+ * Run:       mpirun -np 4 target/jacobi-c --size 256 --iters 1000
+ * Migrating: rankmig run -n 4 --availability av -- target/jacobi-c --size 256 --iters 1000
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+#include <xxhash.h>
+
+#include "rankmig.h" /* rankmig: the interface */
+
+static int parse_args(int argc, char **argv, long *size, uint64_t *iters) {
+    *size = 256;
+    *iters = 100;
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc) {
+            fprintf(stderr, "jacobi-c: %s needs a value\n", argv[i]);
+            return -1;
+        }
+        char *end = NULL;
+        unsigned long long v = strtoull(argv[i + 1], &end, 10);
+        if (*end != '\0' || argv[i + 1][0] == '-' || end == argv[i + 1]) {
+            fprintf(stderr, "jacobi-c: %s \"%s\": not a whole number\n", argv[i], argv[i + 1]);
+            return -1;
+        }
+        if (strcmp(argv[i], "--size") == 0) {
+            *size = (long)v;
+        } else if (strcmp(argv[i], "--iters") == 0) {
+            *iters = (uint64_t)v;
+        } else {
+            fprintf(stderr, "jacobi-c: unknown argument \"%s\" (use --size N --iters K)\n", argv[i]);
+            return -1;
+        }
+    }
+    if (*size <= 0) {
+        fprintf(stderr, "jacobi-c: --size must be positive\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Sends the first row up and the last row down; receives the halo rows (the row above
+ * ours into up, the row below into down). Rows outside the grid stay zero. */
+static void halo_exchange(MPI_Comm comm, const double *rows, long n, long local, double *up,
+                          double *down) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int above = rank > 0 ? rank - 1 : MPI_PROC_NULL;
+    int below = rank + 1 < size ? rank + 1 : MPI_PROC_NULL;
+    MPI_Sendrecv(rows, (int)n, MPI_DOUBLE, above, 0, down, (int)n, MPI_DOUBLE, below, 0, comm,
+                 MPI_STATUS_IGNORE);
+    MPI_Sendrecv(rows + (local - 1) * n, (int)n, MPI_DOUBLE, below, 1, up, (int)n, MPI_DOUBLE,
+                 above, 1, comm, MPI_STATUS_IGNORE);
+}
+
+/* One sweep: next = (up + down + left + right + h²) / 4, summed in the Rust example's order. */
+static void sweep(const double *rows, const double *up, const double *down, long n, long local,
+                  double h2, double *next) {
+    for (long i = 0; i < local; i++) {
+        const double *above = i == 0 ? up : rows + (i - 1) * n;
+        const double *below = i + 1 == local ? down : rows + (i + 1) * n;
+        const double *row = rows + i * n;
+        double *out = next + i * n;
+        for (long j = 0; j < n; j++) {
+            double left = j == 0 ? 0.0 : row[j - 1];
+            double right = j + 1 == n ? 0.0 : row[j + 1];
+            out[j] = 0.25 * ((above[j] + below[j]) + (left + right) + h2);
+        }
+    }
+}
+
+/* Gathers the grid on rank 0 and prints its XXH3-64 there. */
+static void print_checksum(MPI_Comm comm, const double *rows, long n, long local) {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    double *all = rank == 0 ? malloc(sizeof(double) * (size_t)(n * n)) : NULL;
+    MPI_Gather(rows, (int)(local * n), MPI_DOUBLE, all, (int)(local * n), MPI_DOUBLE, 0, comm);
+    if (rank == 0) {
+        printf("checksum: %016" PRIx64 "\n",
+               (uint64_t)XXH3_64bits(all, sizeof(double) * (size_t)(n * n)));
+        free(all);
+    }
+}
+
+static int fail(const char *what) {
+    fprintf(stderr, "jacobi-c: %s: %s\n", what, rankmig_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    long n;
+    uint64_t iters;
+    if (parse_args(argc, argv, &n, &iters) != 0) {
+        MPI_Finalize();
+        return 1;
+    }
+    MPI_Comm comm;
+    if (rankmig_init(&comm) != 0) /* rankmig: instead of MPI_COMM_WORLD */
+        return fail("rankmig_init");
+    int rank, ranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    if (n % ranks != 0) {
+        fprintf(stderr, "jacobi-c: %d ranks do not divide the grid size %ld\n", ranks, n);
+        MPI_Abort(comm, 1);
+    }
+    long local = n / ranks;
+    uint64_t iter = 0;
+    double *rows = calloc((size_t)(local * n), sizeof(double));
+    double *next = calloc((size_t)(local * n), sizeof(double));
+    double *up = calloc((size_t)n, sizeof(double));
+    double *down = calloc((size_t)n, sizeof(double));
+    /* rankmig: the state; in a resumed process the saved values are copied in here */
+    if (rankmig_register("iter", &iter, sizeof iter) != 0 ||
+        rankmig_register("rows", rows, sizeof(double) * (size_t)(local * n)) != 0)
+        return fail("rankmig_register");
+    if (rank == 0 && !rankmig_resumed()) /* rankmig: set-up that runs once */
+        fprintf(stderr, "jacobi-c: grid %ldx%ld, %d ranks, %" PRIu64 " iterations\n", n, n,
+                ranks, iters);
+    if (rank == 0 && rankmig_resumed() && iter > 0)
+        fprintf(stderr, "jacobi-c: resumed at iteration %" PRIu64 "\n", iter);
+    double h = 1.0 / ((double)n + 1.0);
+    double h2 = h * h;
+    while (iter < iters) {
+        comm = rankmig_comm(); /* rankmig: it changes at migrations */
+        halo_exchange(comm, rows, n, local, up, down);
+        sweep(rows, up, down, n, local, h2, next);
+        memcpy(rows, next, sizeof(double) * (size_t)(local * n));
+        iter++;
+        if (rankmig_checkpoint() < 0) /* rankmig: may save, or move this rank */
+            return fail("rankmig_checkpoint");
+    }
+    comm = rankmig_comm();
+    print_checksum(comm, rows, n, local);
+    if (rankmig_finalize() != 0) /* rankmig */
+        return fail("rankmig_finalize");
+    free(rows);
+    free(next);
+    free(up);
+    free(down);
+    MPI_Finalize();
+    return 0;
+}

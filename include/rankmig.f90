@@ -1,0 +1,100 @@
+! rankmig: checkpoint/restart and live migration of MPI ranks, Fortran interface.
+! A bind(C) module over include/rankmig.h; the communicator is an ordinary Fortran
+! MPI handle (MPI_Comm_c2f of the C one), valid with `use mpi` or `mpif.h`.
+!
+!   call MPI_Init(ierr)
+!   if (rankmig_init(comm) /= 0) stop 1         ! comm: the job's communicator
+!   ierr = rankmig_register_data('grid', c_loc(u), int(8, c_size_t) * size(u, kind=c_size_t))
+!   do while (iter < iters)
+!     comm = rankmig_comm()                     ! changes at migrations
+!     ...
+!     if (rankmig_checkpoint() < 0) stop 1      ! may save, or move this rank
+!   end do
+!   ierr = rankmig_finalize()
+!   call MPI_Finalize(ierr)
+!
+! Build: mpif90 -c include/rankmig.f90 (gives rankmig.mod), then link the program with
+! -L target/release -lrankmig.
+module rankmig
+  use, intrinsic :: iso_c_binding, only: c_int, c_char, c_ptr, c_size_t, c_null_char, &
+       c_null_ptr, c_f_pointer, c_associated
+  implicit none
+  private
+  public :: rankmig_init, rankmig_comm, rankmig_register_data, rankmig_checkpoint, &
+       rankmig_resumed, rankmig_finalize, rankmig_last_error
+
+  integer(c_int), parameter, public :: RANKMIG_OK = 0
+
+  interface
+    integer(c_int) function c_rankmig_init(comm) bind(C, name="rankmig_init")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: comm
+    end function c_rankmig_init
+    integer(c_int) function c_rankmig_comm_fortran() bind(C, name="rankmig_comm_fortran")
+      import :: c_int
+    end function c_rankmig_comm_fortran
+    integer(c_int) function c_rankmig_register(name, data, bytes) bind(C, name="rankmig_register")
+      import :: c_int, c_char, c_ptr, c_size_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(c_ptr), value :: data
+      integer(c_size_t), value :: bytes
+    end function c_rankmig_register
+    integer(c_int) function rankmig_checkpoint() bind(C, name="rankmig_checkpoint")
+      import :: c_int
+    end function rankmig_checkpoint
+    integer(c_int) function rankmig_resumed() bind(C, name="rankmig_resumed")
+      import :: c_int
+    end function rankmig_resumed
+    integer(c_int) function rankmig_finalize() bind(C, name="rankmig_finalize")
+      import :: c_int
+    end function rankmig_finalize
+    type(c_ptr) function c_rankmig_last_error() bind(C, name="rankmig_last_error")
+      import :: c_ptr
+    end function c_rankmig_last_error
+  end interface
+
+contains
+
+  !> Starts the runtime after MPI_Init (collective); comm is set to the job's
+  !> communicator, to use instead of MPI_COMM_WORLD. 0 = ok.
+  integer(c_int) function rankmig_init(comm)
+    integer, intent(out) :: comm
+    rankmig_init = c_rankmig_init(c_null_ptr)
+    comm = int(c_rankmig_comm_fortran())
+  end function rankmig_init
+
+  !> The job's communicator now (a Fortran handle): take it again after every
+  !> rankmig_checkpoint().
+  integer function rankmig_comm()
+    rankmig_comm = int(c_rankmig_comm_fortran())
+  end function rankmig_comm
+
+  !> Registers bytes bytes at data (c_loc of a target array or scalar) under name; in a
+  !> resumed process the saved bytes are copied there now. 0 = ok.
+  integer(c_int) function rankmig_register_data(name, data, bytes)
+    character(len=*), intent(in) :: name
+    type(c_ptr), intent(in) :: data
+    integer(c_size_t), intent(in) :: bytes
+    rankmig_register_data = c_rankmig_register(trim(name) // c_null_char, data, bytes)
+  end function rankmig_register_data
+
+  !> The message of the last failed call.
+  function rankmig_last_error() result(message)
+    character(len=:), allocatable :: message
+    character(kind=c_char), dimension(:), pointer :: chars
+    type(c_ptr) :: text
+    integer :: length
+    text = c_rankmig_last_error()
+    message = ''
+    if (.not. c_associated(text)) return
+    call c_f_pointer(text, chars, [4096])
+    length = 0
+    do while (length < 4096)
+      if (chars(length + 1) == c_null_char) exit
+      length = length + 1
+    end do
+    allocate(character(len=length) :: message)
+    message = transfer(chars(1:length), message)
+  end function rankmig_last_error
+
+end module rankmig

@@ -1,0 +1,367 @@
+//! C and Fortran programs on the C interface, built with the real `mpicc`/`mpif90` and
+//! run with real `mpirun`: the twins of the Rust Jacobi print its checksum, restart
+//! after SIGKILL from their checkpoints, migrate live on the emulated cluster, and
+//! their MPI traffic is counted by the same interposition.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{checksum, jacobi, live_hosts, mpi_lock, namespaces_available, per_host, rankmig};
+
+/// A program of `examples/c` or `examples/fortran`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Twin {
+    C,
+    Fortran,
+}
+
+impl Twin {
+    /// The program, built once per test binary into `target/release/c-examples`.
+    fn program(self) -> &'static Path {
+        static C: OnceLock<PathBuf> = OnceLock::new();
+        static FORTRAN: OnceLock<PathBuf> = OnceLock::new();
+        match self {
+            Twin::C => C.get_or_init(|| build(self)),
+            Twin::Fortran => FORTRAN.get_or_init(|| build(self)),
+        }
+    }
+}
+
+/// `target/release` (where `librankmig.so` is).
+fn lib_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_rankmig"))
+        .parent()
+        .expect("target/release")
+        .to_path_buf()
+}
+
+/// Builds the shared library, then the twin with the MPI compiler wrapper, as the
+/// README says a user does.
+fn build(twin: Twin) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--release", "--lib", "--manifest-path"])
+        .arg(root.join("Cargo.toml"))
+        .status()
+        .expect("cargo build --lib");
+    assert!(built.success(), "cargo build --release --lib failed");
+    let lib = lib_dir();
+    let out_dir = lib.join("c-examples");
+    fs::create_dir_all(&out_dir).expect("c-examples dir");
+    let mut cmd = match twin {
+        Twin::C => {
+            let mut c = Command::new("mpicc");
+            c.args(["-O2", "-Wall", "-I"])
+                .arg(root.join("include"))
+                .arg(root.join("examples/c/jacobi.c"))
+                .arg("-o")
+                .arg(out_dir.join("jacobi-c"));
+            c
+        }
+        Twin::Fortran => {
+            let mut f = Command::new("mpif90");
+            f.args(["-O2", "-J"])
+                .arg(&out_dir)
+                .arg(root.join("include/rankmig.f90"))
+                .arg(root.join("examples/fortran/jacobi.f90"))
+                .arg("-o")
+                .arg(out_dir.join("jacobi-f"));
+            f
+        }
+    };
+    cmd.arg("-L")
+        .arg(&lib)
+        .arg("-lrankmig")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-lxxhash");
+    let out = cmd.output().expect("the MPI compiler wrapper runs");
+    assert!(
+        out.status.success(),
+        "{twin:?} build failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out_dir.join(match twin {
+        Twin::C => "jacobi-c",
+        Twin::Fortran => "jacobi-f",
+    })
+}
+
+/// `mpirun -np RANKS PROGRAM --size SIZE --iters ITERS` with extra environment.
+fn mpirun(program: &Path, ranks: usize, args: &[&str], env: &[(&str, &Path)]) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np"])
+        .arg(ranks.to_string());
+    for (k, _) in env {
+        cmd.args(["-x", k]);
+    }
+    cmd.arg(program).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    for (k, _) in std::env::vars() {
+        if k.starts_with("RANKMIG_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+fn run_to_end(program: &Path, ranks: usize, args: &[&str], dir: &Path) -> Output {
+    mpirun(
+        program,
+        ranks,
+        args,
+        &[("RANKMIG_CKPT_DIR", &dir.join("ckpt"))],
+    )
+    .output()
+    .expect("mpirun")
+}
+
+#[test]
+fn the_c_and_fortran_twins_print_the_rust_checksum() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--size", "96", "--iters", "300"];
+    for ranks in [1, 4] {
+        let rust = checksum(&run_to_end(jacobi(), ranks, &args, dir.path()));
+        let c = checksum(&run_to_end(Twin::C.program(), ranks, &args, dir.path()));
+        let f = checksum(&run_to_end(
+            Twin::Fortran.program(),
+            ranks,
+            &args,
+            dir.path(),
+        ));
+        assert_eq!(
+            (&c, &f),
+            (&rust, &rust),
+            "{ranks} ranks: C, Fortran vs Rust"
+        );
+    }
+}
+
+/// True once the checkpoint directory holds a committed epoch.
+fn committed(ckpt: &Path) -> bool {
+    fs::read_dir(ckpt).is_ok_and(|entries| {
+        entries.filter_map(|e| e.ok()).any(|e| {
+            e.path()
+                .join(rankmig::checkpoint::epoch::COMMIT_MARKER)
+                .exists()
+        })
+    })
+}
+
+fn killed_and_restarted(twin: Twin) {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("ckpt");
+    let args = ["--size", "128", "--iters", "10000"];
+    let reference = checksum(&run_to_end(jacobi(), 4, &args, dir.path()));
+    let every: &Path = Path::new("500");
+    let mut first = mpirun(
+        twin.program(),
+        4,
+        &args,
+        &[("RANKMIG_CKPT_DIR", &ckpt), ("RANKMIG_CKPT_EVERY", every)],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("mpirun");
+    let start = Instant::now();
+    while !committed(&ckpt) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{twin:?}: no committed epoch in {}",
+            ckpt.display()
+        );
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "{twin:?} ended too early"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill_job(&mut first);
+    let restart: &Path = Path::new("1");
+    let out = mpirun(
+        twin.program(),
+        4,
+        &args,
+        &[
+            ("RANKMIG_CKPT_DIR", &ckpt),
+            ("RANKMIG_CKPT_EVERY", every),
+            ("RANKMIG_RESTART", restart),
+        ],
+    )
+    .output()
+    .expect("mpirun restart");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(checksum(&out), reference, "{twin:?} after restart: {said}");
+    if twin == Twin::C {
+        assert!(said.contains("resumed at iteration"), "{said}");
+    }
+}
+
+/// SIGKILL to `mpirun` and every process below it.
+fn kill_job(child: &mut Child) {
+    for pid in rankmig::migrate::supervise::descendants(child.id()) {
+        // SAFETY: kill(2) on a process of the job under test.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn a_c_program_killed_with_sigkill_restarts_from_its_checkpoint() {
+    let _lock = mpi_lock();
+    killed_and_restarted(Twin::C);
+}
+
+#[test]
+fn a_fortran_program_killed_with_sigkill_restarts_from_its_checkpoint() {
+    let _lock = mpi_lock();
+    killed_and_restarted(Twin::Fortran);
+}
+
+fn wait_until(what: &str, ready: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn records(run: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(run.join("reconfigurations.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Replaces the availability file atomically.
+fn edit(dir: &Path, text: &str) {
+    fs::write(dir.join("av.tmp"), text).expect("write");
+    fs::rename(dir.join("av.tmp"), dir.join("av")).expect("rename");
+}
+
+/// 4 ranks on h1, h2 of an emulated cluster; then h1 and h2 are taken back and the
+/// ranks must run on h3 and h4, as seen from outside, with the Rust checksum.
+fn migrates_across_hosts(twin: Twin) {
+    if !namespaces_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["--size", "128", "--iters", "40000"];
+    let reference = checksum(&run_to_end(jacobi(), 4, &args, d));
+    let hosts: String = (1..=4).map(|h| format!("h{h} slots=2\n")).collect();
+    fs::write(d.join("hosts"), hosts).unwrap();
+    edit(d, "h1 2\nh2 2\n");
+    let child = rankmig()
+        .current_dir(d)
+        .args([
+            "run",
+            "-n",
+            "4",
+            "-a",
+            "av",
+            "--hostfile",
+            "hosts",
+            "--emulated-cluster",
+        ])
+        .args([
+            "--node-topology",
+            "synthetic:core:2 pu:1",
+            "--run-dir",
+            "run",
+        ])
+        .args(["--check-every", "200", "--settle", "0", "--"])
+        .arg(twin.program())
+        .args(args)
+        .env("RANKMIG_CKPT_EVERY", "5000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rankmig run");
+    let root = child.id();
+    let run = d.join("run");
+    wait_until("the job to start", || {
+        run.join("iterations/rank-0.csv").exists()
+    });
+    let at_start = per_host(&live_hosts(root, twin.program()));
+    assert_eq!(
+        at_start,
+        [("h1".into(), 2), ("h2".into(), 2)].into(),
+        "{twin:?} at start"
+    );
+    edit(d, "h3 2\nh4 2\n");
+    wait_until("the migration", || !records(&run).is_empty());
+    assert_eq!(
+        records(&run)[0]["outcome"],
+        "migrated",
+        "{:?}",
+        records(&run)
+    );
+    wait_until("the processes on h3 and h4", || {
+        per_host(&live_hosts(root, twin.program())) == [("h3".into(), 2), ("h4".into(), 2)].into()
+    });
+    let out = child.wait_with_output().expect("rankmig run ends");
+    assert_eq!(checksum(&out), reference, "{twin:?} migrated");
+}
+
+#[test]
+fn a_c_program_migrates_live_across_emulated_hosts() {
+    let _lock = mpi_lock();
+    migrates_across_hosts(Twin::C);
+}
+
+#[test]
+fn a_fortran_program_migrates_live_across_emulated_hosts() {
+    let _lock = mpi_lock();
+    migrates_across_hosts(Twin::Fortran);
+}
+
+/// The C program's sends are counted by the interposition: rank r sends one row of
+/// doubles to each neighbour per iteration (`MPI_Sendrecv`), then its rows to rank 0
+/// (`MPI_Gather`, counted as sends to the root), so the exported matrix holds exactly
+/// `iters * size * 8` bytes between neighbours, plus `rows * size * 8` towards rank 0.
+#[test]
+fn the_traffic_of_a_c_program_is_counted() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = dir.path().join("matrix.txt");
+    let (size, iters) = (64u64, 50u64);
+    let out = mpirun(
+        Twin::C.program(),
+        4,
+        &["--size", &size.to_string(), "--iters", &iters.to_string()],
+        &[
+            ("RANKMIG_CKPT_DIR", &dir.path().join("ckpt")),
+            ("RANKMIG_MATRIX_OUT", &matrix),
+        ],
+    )
+    .output()
+    .expect("mpirun");
+    checksum(&out);
+    let m = rankmig::matrix::CommMatrix::load(&matrix, rankmig::matrix::MatrixFormat::Dense)
+        .expect("the exported matrix reads");
+    let halo = (iters * size * 8) as f64;
+    let gathered = (size / 4 * size * 8) as f64;
+    for i in 0..4usize {
+        for j in 0..4usize {
+            let neighbours = if i.abs_diff(j) == 1 { halo } else { 0.0 };
+            let gather = if j == 0 && i != 0 { gathered } else { 0.0 };
+            let expected = neighbours + gather;
+            assert_eq!(m.get(i, j), expected, "bytes {i} -> {j}");
+        }
+    }
+}
