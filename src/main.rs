@@ -8,11 +8,26 @@ use clap::Parser;
 fn main() {
     ask_hwloc_for_reasons();
     let args = cli::Cli::parse();
+    if !matches!(
+        args.command,
+        cli::Command::Run(_) | cli::Command::EmulatedHost(_)
+    ) {
+        end_quietly_on_closed_output();
+    }
     init_logger(args.quiet, args.verbose);
     if let Err(err) = commands::run(args) {
         eprintln!("rankmig: error: {err}");
         std::process::exit(err.exit_code());
     }
+}
+
+/// A command whose output is piped into `head` ends when the reader goes away, as Unix
+/// tools do, instead of panicking on the failed write: SIGPIPE gets its default action
+/// back (Rust ignores it). Not for `run`, which must stop its job before it ends, nor
+/// for `emulated-host`, which execs the command given.
+fn end_quietly_on_closed_output() {
+    // SAFETY: restoring a signal's default disposition; no handler runs Rust code.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
 /// hwloc says why it refuses a synthetic topology only when `HWLOC_SYNTHETIC_VERBOSE` is

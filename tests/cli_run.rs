@@ -157,3 +157,21 @@ fn completions_and_man_pages_come_from_the_command_line_definitions() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn output_piped_into_head_ends_without_a_panic() {
+    let script = format!(
+        "'{}' completions bash | head -1 >/dev/null",
+        env!("CARGO_BIN_EXE_rankmig")
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("panicked") && !stderr(&out).contains("Broken pipe"),
+        "{}",
+        stderr(&out)
+    );
+}
