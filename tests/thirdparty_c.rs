@@ -1,0 +1,247 @@
+//! A code nobody here wrote: HPCC 1.5.0's MPI RandomAccess (Debian source package
+//! `hpcc`), with the rankmig calls added (`examples/thirdparty/hpcc-randomaccess`),
+//! built with real `mpicc`, run under plain `mpirun`, then under `rankmig run` with two
+//! availability edits that move ranks live (rank 0 among them): the table's checksum and
+//! HPCC's own verification must not change.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{checksum, children_of, mpi_lock, rankmig};
+use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
+
+const RANKS: usize = 8;
+/// HPCC's memory per process (bytes): a table of 2^22 words, 2048 loop iterations.
+const MEMORY: &str = "4194304";
+
+/// Builds the benchmark with `mpicc` into `dir`; `None` when there is no `mpicc`.
+fn build(dir: &Path) -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let code = root.join("examples/thirdparty/hpcc-randomaccess");
+    let ours = code.join("rankmig/RandomAccess");
+    // `cargo test` does not refresh librankmig.so (the cdylib): build it here.
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .args(["build", "--quiet", "--lib", "--manifest-path"])
+        .arg(root.join("Cargo.toml"));
+    if cfg!(not(debug_assertions)) {
+        cargo.arg("--release");
+    }
+    assert!(
+        cargo.status().is_ok_and(|s| s.success()),
+        "cargo build --lib failed"
+    );
+    // target/<profile>/deps/TEST-HASH -> target/<profile>, where librankmig.so is.
+    let exe = std::env::current_exe().expect("test binary path");
+    let lib_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    assert!(
+        lib_dir.join("librankmig.so").exists(),
+        "{} has no librankmig.so",
+        lib_dir.display()
+    );
+    let out = dir.join("randomaccess");
+    let mut cmd = Command::new("mpicc");
+    cmd.args(["-O2", "-DRA_SANDIA_NOPT", "-DLONG_IS_64BITS"])
+        .arg("-I")
+        .arg(code.join("original/include"))
+        .arg("-I")
+        .arg(code.join("original/hpl/include"))
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(code.join("rankmig/driver.c"));
+    for file in [
+        "MPIRandomAccess.c",
+        "MPIRandomAccess_vanilla.c",
+        "verification.c",
+        "utility.c",
+    ] {
+        cmd.arg(ours.join(file));
+    }
+    cmd.arg("-L")
+        .arg(lib_dir)
+        .args(["-lrankmig", "-lxxhash"])
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .arg("-o")
+        .arg(&out);
+    match cmd.output() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => panic!("mpicc: {e}"),
+        Ok(o) => {
+            assert!(
+                o.status.success(),
+                "mpicc failed:\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            Some(out)
+        }
+    }
+}
+
+/// HPCC's verdict and the result line of the driver, which must not change either.
+fn results(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("Found ") || l.starts_with("result: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn reference(program: &Path, dir: &Path) -> Output {
+    Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np"])
+        .arg(RANKS.to_string())
+        .arg(program)
+        .arg(MEMORY)
+        .env("RANKMIG_CKPT_DIR", dir.join("unused-ckpt"))
+        .current_dir(dir)
+        .output()
+        .expect("mpirun runs")
+}
+
+/// Writes the availability file atomically (as an editor saving would).
+fn set_availability(dir: &Path, text: &str) {
+    let tmp = dir.join("av.tmp");
+    fs::write(&tmp, text).expect("write availability");
+    fs::rename(&tmp, dir.join("av")).expect("rename availability");
+}
+
+/// The job stopped making progress (Open MPI 4.1.4's `MPI_Comm_spawn` now and then
+/// never returns on a loaded machine; see tests/migrate_mpi.rs).
+#[derive(Debug)]
+struct Hung(String);
+
+fn wait_for(what: &str, ready: impl Fn() -> bool) -> Result<(), Hung> {
+    let start = Instant::now();
+    while !ready() {
+        if start.elapsed() > Duration::from_secs(90) {
+            return Err(Hung(format!("timed out waiting for {what}")));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+fn records(dir: &Path) -> Vec<Reconfiguration> {
+    read_reconfigurations(&dir.join("run")).unwrap_or_default()
+}
+
+/// A running `rankmig run`; dropping it kills what is left of the job.
+struct Job(Option<Child>);
+
+impl Job {
+    fn finish(mut self) -> Result<Output, Hung> {
+        let mut child = self.0.take().expect("running");
+        let start = Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if start.elapsed() > Duration::from_secs(180) {
+                kill_tree(&mut child);
+                return Err(Hung("the run did not end".into()));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(child.wait_with_output().expect("rankmig run ends"))
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            kill_tree(child);
+        }
+    }
+}
+
+/// Kills `rankmig run`, its `mpirun` and the ranks.
+fn kill_tree(child: &mut Child) {
+    for mpirun in children_of(child.id()) {
+        for rank in children_of(mpirun) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &rank.to_string()])
+                .status();
+        }
+        let _ = Command::new("kill")
+            .args(["-KILL", &mpirun.to_string()])
+            .status();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Two live migrations: n1's ranks (0 and 1) to n5, then n2's ranks spread out.
+fn migrated(program: &Path) -> Result<(Output, Vec<Reconfiguration>), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    set_availability(d, "n1 2\nn2 2\nn3 2\nn4 2\n");
+    let job = Job(Some(
+        rankmig()
+            .current_dir(d)
+            .args(["run", "-n", &RANKS.to_string(), "--availability", "av"])
+            .args(["--run-dir", "run", "--check-every", "20", "--settle", "0"])
+            .arg("--")
+            .arg(program)
+            .arg(MEMORY)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("rankmig run starts"),
+    ));
+    wait_for("the first availability check", || {
+        d.join("run/iterations/rank-0.csv").exists()
+    })?;
+    set_availability(d, "n1 0\nn2 2\nn3 2\nn4 2\nn5 2\n");
+    wait_for("the first reconfiguration", || !records(d).is_empty())?;
+    set_availability(d, "n3 2\nn4 2\nn5 2\n");
+    wait_for("the second reconfiguration", || records(d).len() >= 2)?;
+    let out = job.finish()?;
+    Ok((out, records(d)))
+}
+
+#[test]
+fn hpcc_randomaccess_migrates_live_with_an_unchanged_result() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = build(dir.path()) else {
+        eprintln!("SKIPPED: no mpicc on this machine, HPCC RandomAccess not built");
+        return;
+    };
+    let reference = reference(&program, dir.path());
+    let expected = checksum(&reference);
+    let expected_results = results(&reference);
+    assert_eq!(
+        expected_results,
+        [
+            "Found 0 errors in 4194304 locations (passed).",
+            "result: N=4194304 errors=0 passed"
+        ],
+        "{}",
+        String::from_utf8_lossy(&reference.stdout)
+    );
+
+    let (out, recs) = migrated(&program)
+        .or_else(|Hung(why)| {
+            eprintln!("the MPI job hung ({why}); killed it, running it once more");
+            migrated(&program)
+        })
+        .unwrap_or_else(|Hung(why)| panic!("the MPI job hung twice: {why}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        checksum(&out),
+        expected,
+        "migrated run differs from a static run:\n{stdout}"
+    );
+    assert_eq!(results(&out), expected_results, "{stdout}");
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    for r in &recs {
+        assert_eq!(r.outcome, "migrated", "{r:?}");
+        assert_eq!(r.moves, 2, "{r:?}");
+        assert!(r.state_bytes > 0, "{r:?}");
+    }
+}
