@@ -30,7 +30,8 @@ struct Rows {
     /// Values per row: the count of the first row.
     order: Option<usize>,
     row_start: Vec<usize>,
-    entries: Vec<(u32, f64)>,
+    columns: Vec<u32>,
+    values: Vec<f64>,
     /// Line of the first row, for the row-count error.
     first_line: usize,
 }
@@ -41,7 +42,8 @@ impl LineFormat for Rows {
             origin,
             order: None,
             row_start: vec![0],
-            entries: Vec::new(),
+            columns: Vec::new(),
+            values: Vec::new(),
             first_line: 0,
         }
     }
@@ -77,7 +79,13 @@ impl LineFormat for Rows {
                 rows,
             });
         }
-        CommMatrix::from_sorted_rows(order, self.row_start, self.entries, &self.origin)
+        CommMatrix::from_sorted_rows(
+            order,
+            self.row_start,
+            self.columns,
+            self.values,
+            &self.origin,
+        )
     }
 }
 
@@ -111,7 +119,8 @@ impl Rows {
                 None => parse_volume(&data[i..end], &self.origin, line)?,
             };
             if value != 0.0 && column != row {
-                self.entries.push((column as u32, value));
+                self.columns.push(column as u32);
+                self.values.push(value);
             }
             column += 1;
             i = skip_spaces(data, end);
@@ -140,7 +149,7 @@ impl Rows {
             }
             Some(_) => {}
         }
-        self.row_start.push(self.entries.len());
+        self.row_start.push(self.columns.len());
         Ok(Next::More)
     }
 }

@@ -69,9 +69,11 @@ pub enum MatrixFormat {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommMatrix {
     order: usize,
-    /// Row i holds `entries[row_start[i]..row_start[i+1]]`, sorted by column.
+    /// Row i holds `columns[row_start[i]..row_start[i+1]]`, sorted, and the volumes
+    /// `values[..]` at the same positions (two arrays: 12 bytes per nonzero, not 16).
     row_start: Vec<usize>,
-    entries: Vec<(u32, f64)>,
+    columns: Vec<u32>,
+    values: Vec<f64>,
 }
 
 impl CommMatrix {
@@ -87,11 +89,11 @@ impl CommMatrix {
             .map(|(i, j, w)| (i as u32, j as u32, w))
             .collect();
         let (row_start, columns, values) = graph::compressed_rows(order, all);
-        let entries = columns.into_iter().zip(values).collect();
         Self {
             order,
             row_start,
-            entries,
+            columns,
+            values,
         }
     }
 
@@ -105,11 +107,11 @@ impl CommMatrix {
     ) -> Result<Self, MatrixError> {
         check_total(triples.iter().map(|t| t.2), origin)?;
         let (row_start, columns, values) = graph::compressed_rows(order, triples);
-        let entries = columns.into_iter().zip(values).collect();
         Ok(Self {
             order,
             row_start,
-            entries,
+            columns,
+            values,
         })
     }
 
@@ -118,14 +120,16 @@ impl CommMatrix {
     fn from_sorted_rows(
         order: usize,
         row_start: Vec<usize>,
-        entries: Vec<(u32, f64)>,
+        columns: Vec<u32>,
+        values: Vec<f64>,
         origin: &str,
     ) -> Result<Self, MatrixError> {
-        check_total(entries.iter().map(|e| e.1), origin)?;
+        check_total(values.iter().copied(), origin)?;
         Ok(Self {
             order,
             row_start,
-            entries,
+            columns,
+            values,
         })
     }
 
@@ -171,27 +175,31 @@ impl CommMatrix {
 
     /// Volume sent from `i` to `j`.
     pub fn get(&self, i: usize, j: usize) -> f64 {
-        let row = &self.entries[self.row_start[i]..self.row_start[i + 1]];
-        row.binary_search_by_key(&(j as u32), |e| e.0)
-            .map(|k| row[k].1)
+        let range = self.row_start[i]..self.row_start[i + 1];
+        let start = range.start;
+        self.columns[range]
+            .binary_search(&(j as u32))
+            .map(|k| self.values[start + k])
             .unwrap_or(0.0)
     }
 
     /// Nonzero entries of row `i`: `(j, volume)`.
     pub fn row(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
-        self.entries[self.row_start[i]..self.row_start[i + 1]]
+        let range = self.row_start[i]..self.row_start[i + 1];
+        self.columns[range.clone()]
             .iter()
-            .map(|&(j, w)| (j as usize, w))
+            .zip(&self.values[range])
+            .map(|(&j, &w)| (j as usize, w))
     }
 
     /// Number of nonzero entries.
     pub fn nonzeros(&self) -> usize {
-        self.entries.len()
+        self.columns.len()
     }
 
     /// Sum of all entries.
     pub fn total(&self) -> f64 {
-        self.entries.iter().map(|e| e.1).sum()
+        self.values.iter().sum()
     }
 
     /// The symmetrised matrix M + Mᵀ as an undirected weighted graph.
