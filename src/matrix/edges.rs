@@ -156,6 +156,35 @@ mod tests {
     }
 
     #[test]
+    fn the_plain_path_reads_what_the_exact_path_reads() {
+        let edges = Edges::start("e".into());
+        let plain = [
+            "0 1 5",
+            " 0\t1  5 \r",
+            "123456 1 123456789",
+            "1048575 0 999999999999999",
+            "00000001 0000002 000000000000003",
+        ];
+        for line in plain {
+            let exact = edges.exact_edge(1, line.as_bytes()).ok();
+            assert!(exact.is_some(), "{line:?}");
+            assert_eq!(plain_edge(line.as_bytes()), exact, "{line:?}");
+        }
+        // Declined: a decimal, 16 digits, a rank past the bound, wrong field counts, a
+        // letter; the exact path reads or refuses them.
+        for line in [
+            "0 1 1.5",
+            "0 1 9999999999999999",
+            "1048576 0 1",
+            "0 1 5 6",
+            "0 1",
+            "0 x 5",
+        ] {
+            assert_eq!(plain_edge(line.as_bytes()), None, "{line:?}");
+        }
+    }
+
+    #[test]
     fn bad_lines_are_named() {
         let e = parse("0 1\n", "e.txt").unwrap_err().to_string();
         assert_eq!(e, "e.txt:1: expected 'SRC DST BYTES', found '0 1'");
