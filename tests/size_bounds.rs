@@ -182,7 +182,8 @@ fn synthetic_descriptions_hwloc_would_build_for_minutes_are_refused() {
 fn synthetic_levels_are_counted_the_way_hwloc_reads_them() {
     // hwloc needs no space between levels ("21483pu:64" is 21483 × 64 PUs: the fuzzer
     // found hwloc building it for minutes), reads counts with strtoul in base 0 (hex,
-    // octal, a sign) and a type up to the next ':'. All refused before hwloc builds.
+    // octal, a sign) and a type up to the next ':'; an attached NUMA node is one more
+    // object per object of its level. All refused before hwloc builds.
     for desc in [
         "21483pu:64",
         "pack:2core:4096 pu:1",
@@ -190,8 +191,9 @@ fn synthetic_levels_are_counted_the_way_hwloc_reads_them() {
         "pack:+1000 core:+1000 pu:1",
         "pack:04000 core:04000 pu:1",
         "pack: 1000core:1000 pu:1",
+        &format!("2 2 4 8{} 4 8", "[numa]".repeat(200)),
     ] {
-        let e = TopologySpec::Synthetic(desc.into())
+        let e = TopologySpec::Synthetic(desc.to_string())
             .load(LeafKind::Core)
             .unwrap_err()
             .to_string();

@@ -161,8 +161,10 @@ pub const MAX_SYNTHETIC_LEAVES: u64 = 1 << 14;
 pub const MAX_SYNTHETIC_WORK: u64 = 1 << 20;
 
 /// The size of a synthetic description as hwloc 2 reads it: the number of objects at
-/// the bottom level (the product of the level counts, a count of 0 counting as 1;
-/// `None` on overflow) and the widest count.
+/// the bottom level (the product of the level counts, a count of 0 counting as 1) plus
+/// the attached NUMA nodes (`[numa]` after a level: one per object of that level; a
+/// few hundred of them made hwloc build for seconds), `None` on overflow; and the
+/// widest count.
 ///
 /// The levels are found the way hwloc's parser finds them, not by splitting on
 /// whitespace: a level need not be followed by a space (`21483pu:64` is two levels,
@@ -176,18 +178,20 @@ fn synthetic_size(description: &str) -> Result<(Option<u64>, u64), String> {
     if b.first() == Some(&b'(') {
         pos = after(b, 1, b')').ok_or_else(|| description.to_owned())?;
     }
-    let (mut objects, mut widest) = (Some(1u64), 1u64);
+    let (mut objects, mut widest, mut attached) = (Some(1u64), 1u64, Some(0u64));
     loop {
         while matches!(b.get(pos), Some(b' ' | b'\n')) {
             pos += 1;
         }
         let Some(&c) = b.get(pos) else {
-            return Ok((objects, widest));
+            let total = objects.zip(attached).and_then(|(n, a)| n.checked_add(a));
+            return Ok((total, widest));
         };
         let level = pos;
         let rest = || String::from_utf8_lossy(&b[level..]).into_owned();
         if c == b'[' {
-            // An attached NUMA node: no level of its own.
+            // An attached NUMA node per object of the level above: no level of its own.
+            attached = attached.zip(objects).and_then(|(a, n)| a.checked_add(n));
             pos = after(b, pos, b']').ok_or_else(rest)?;
             continue;
         }
