@@ -6,7 +6,7 @@
 //!   of a generated 4096-rank dense text (34 MB, mostly zeros) and of edge lists,
 //!   throughput in bytes/s.
 //! - `read/dense-4096-nonzero`: a 4096-rank dense text where every off-diagonal entry
-//!   is a 6- to 9-digit number (about 140 MB): the reading speed without the runs of
+//!   is a 6- to 9-digit number (166 MB): the reading speed without the runs of
 //!   zeros the sparse text is made of.
 //! - `read/availability-100000`: 100 000 `NAME CORES cpus=LIST` lines.
 //! - `cli/...`: the `rankmig` binary as a child process, each iteration one run; after
