@@ -7,8 +7,9 @@
 //!   something once) must now pass.
 //! - `fuzz_every_parser_long` (ignored): `RANKMIG_FUZZ_INPUTS` inputs per parser
 //!   (default 1 000 000) from `RANKMIG_FUZZ_SEED` (default 11), for the parsers named
-//!   in `RANKMIG_FUZZ_TARGETS` (default all). Run it with
-//!   `cargo test --release --test fuzz_parsers -- --ignored --nocapture`.
+//!   in `RANKMIG_FUZZ_TARGETS` (default all), starting at input `RANKMIG_FUZZ_FIRST`
+//!   (default 0; to resume or split a run), with a progress line every 100 000 inputs.
+//!   Run it with `cargo test --release --test fuzz_parsers -- --ignored --nocapture`.
 
 mod fuzz;
 
@@ -22,6 +23,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 }
 
 fn fuzz_all(count: u64, seed: u64) {
+    let first = env_u64("RANKMIG_FUZZ_FIRST", 0);
     let only = std::env::var("RANKMIG_FUZZ_TARGETS").ok();
     let mut failures = Vec::new();
     for target in fuzz::targets::all() {
@@ -32,9 +34,9 @@ fn fuzz_all(count: u64, seed: u64) {
             continue;
         }
         let start = std::time::Instant::now();
-        let report = fuzz::fuzz(&target, seed, count);
+        let report = fuzz::fuzz(&target, seed, first, count);
         println!(
-            "fuzz {:<13} seed {seed}: {} inputs, {} passed, {} findings, {:.1} s",
+            "fuzz {:<13} seed {seed}: {} inputs from #{first}, {} passed, {} findings, {:.1} s",
             target.name,
             report.inputs,
             report.passed,

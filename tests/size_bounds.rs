@@ -177,3 +177,43 @@ fn synthetic_descriptions_hwloc_would_build_for_minutes_are_refused() {
         .unwrap();
     assert_eq!(t.leaf_count(), 256);
 }
+
+#[test]
+fn synthetic_levels_are_counted_the_way_hwloc_reads_them() {
+    // hwloc needs no space between levels ("21483pu:64" is 21483 × 64 PUs: the fuzzer
+    // found hwloc building it for minutes), reads counts with strtoul in base 0 (hex,
+    // octal, a sign) and a type up to the next ':'; an attached NUMA node is one more
+    // object per object of its level. All refused before hwloc builds.
+    for desc in [
+        "21483pu:64",
+        "pack:2core:4096 pu:1",
+        "pack:0x400 core:0x400 pu:1",
+        "pack:+1000 core:+1000 pu:1",
+        "pack:04000 core:04000 pu:1",
+        "pack: 1000core:1000 pu:1",
+        &format!("2 2 4 8{} 4 8", "[numa]".repeat(200)),
+    ] {
+        let e = TopologySpec::Synthetic(desc.to_string())
+            .load(LeafKind::Core)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(desc) && e.contains("leaves"), "{e}");
+    }
+    // What hwloc reads, we read the same: 2 packages of 8 cores.
+    for desc in [
+        "pack:0x2 core:8 pu:1",
+        "pack:2core:8 pu:1",
+        "pack:+2 core:010 pu:1",
+    ] {
+        let t = TopologySpec::Synthetic(desc.into())
+            .load(LeafKind::Core)
+            .unwrap();
+        assert_eq!(t.leaf_count(), 16, "{desc}");
+    }
+    // A level rankmig cannot follow is refused with the place it stopped.
+    let e = TopologySpec::Synthetic("pack:2 core:x pu:1".into())
+        .load(LeafKind::Core)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at 'core:x pu:1'"), "{e}");
+}

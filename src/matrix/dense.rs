@@ -7,152 +7,150 @@
 
 use std::path::Path;
 
-use super::reader::{self, Next, is_space};
+use super::reader::{self, LineFormat, Next, scan_field, skip_spaces};
 use super::{CommMatrix, MAX_RANKS, MatrixError};
 
 /// Parses the dense format from text. Blank lines and `#` comments are ignored, CRLF is
 /// accepted.
 pub(super) fn parse(text: &str, origin: &str) -> Result<CommMatrix, MatrixError> {
-    let mut rows = Rows::new(origin);
-    reader::for_each_line_of(text.as_bytes(), |n, data| rows.push(n, data))?;
-    rows.finish()
+    reader::parse_text::<Rows>(text, origin)
 }
 
 /// Reads the dense format from a file, chunk by chunk.
 pub(super) fn load(path: &Path) -> Result<CommMatrix, MatrixError> {
-    let origin = path.display().to_string();
-    let mut rows = Rows::new(&origin);
-    reader::for_each_line(path, |n, data| rows.push(n, data))?;
-    rows.finish()
+    reader::load_file::<Rows>(path)
 }
 
 /// Four zero values, each followed by a space.
 const ZEROS: &[u8; 8] = b"0 0 0 0 ";
 
 /// The rows read so far, as compressed sparse rows.
-struct Rows<'a> {
-    origin: &'a str,
+struct Rows {
+    origin: String,
     /// Values per row: the count of the first row.
     order: Option<usize>,
     row_start: Vec<usize>,
-    entries: Vec<(u32, f64)>,
+    columns: Vec<u32>,
+    values: Vec<f64>,
     /// Line of the first row, for the row-count error.
     first_line: usize,
 }
 
-impl<'a> Rows<'a> {
-    fn new(origin: &'a str) -> Self {
+impl LineFormat for Rows {
+    fn start(origin: String) -> Self {
         Self {
             origin,
             order: None,
             row_start: vec![0],
-            entries: Vec::new(),
+            columns: Vec::new(),
+            values: Vec::new(),
             first_line: 0,
         }
     }
 
     /// Adds one data line as the next row.
-    fn push(&mut self, line: usize, data: &[u8]) -> Result<Next, MatrixError> {
+    fn line(&mut self, line: usize, data: &[u8]) -> Result<Next, MatrixError> {
         let row = self.row_start.len() - 1;
         if let Some(order) = self.order
             && row == order
         {
             return Err(MatrixError::ExtraRow {
-                origin: self.origin.to_owned(),
+                origin: self.origin.clone(),
                 line,
                 order,
             });
         }
-        let mut column = 0usize;
-        let mut i = 0usize;
-        let n = data.len();
-        while i < n {
-            while i < n && is_space(data[i]) {
-                i += 1;
-            }
-            // Runs of "0 0 0 0 " (most of a dense text) eight bytes at a time.
-            while i + 8 <= n && data[i..i + 8] == *ZEROS {
-                column += 4;
-                i += 8;
-            }
-            if i == n {
-                break;
-            }
-            if column >= MAX_RANKS {
-                return Err(MatrixError::TooWide {
-                    origin: self.origin.to_owned(),
-                    line,
-                });
-            }
-            let start = i;
-            // Fast path: a plain integer of at most 15 digits is exact in an f64.
-            let mut integer = 0u64;
-            while i < n {
-                let d = data[i].wrapping_sub(b'0');
-                if d >= 10 {
-                    break;
-                }
-                integer = integer.wrapping_mul(10).wrapping_add(u64::from(d));
-                i += 1;
-            }
-            if (i == n || is_space(data[i])) && i - start <= 15 {
-                // Below 10^15: exact as an i64 and as an f64. Zeros (most of a dense
-                // text) are skipped without touching floating point.
-                if integer != 0 && column != row {
-                    self.entries.push((column as u32, integer as i64 as f64));
-                }
-            } else {
-                while i < n && !is_space(data[i]) {
-                    i += 1;
-                }
-                let value = parse_volume(&data[start..i], self.origin, line)?;
-                if value != 0.0 && column != row {
-                    self.entries.push((column as u32, value));
-                }
-            }
-            column += 1;
-        }
-        if column > MAX_RANKS {
-            return Err(MatrixError::TooWide {
-                origin: self.origin.to_owned(),
-                line,
-            });
-        }
-        match self.order {
-            None => {
-                self.order = Some(column);
-                self.first_line = line;
-            }
-            Some(order) if order != column => {
-                return Err(MatrixError::NotSquare {
-                    origin: self.origin.to_owned(),
-                    line,
-                    found: column,
-                    expected: order,
-                });
-            }
-            Some(_) => {}
-        }
-        self.row_start.push(self.entries.len());
-        Ok(Next::More)
+        let columns = self.values(row, line, data)?;
+        self.end_row(line, columns)
     }
 
     fn finish(self) -> Result<CommMatrix, MatrixError> {
         let Some(order) = self.order else {
             return Err(MatrixError::Empty {
-                origin: self.origin.to_owned(),
+                origin: self.origin,
             });
         };
         let rows = self.row_start.len() - 1;
         if rows != order {
             return Err(MatrixError::MissingRows {
-                origin: self.origin.to_owned(),
+                origin: self.origin,
                 line: self.first_line,
                 order,
                 rows,
             });
         }
-        CommMatrix::from_sorted_rows(order, self.row_start, self.entries, self.origin)
+        CommMatrix::from_sorted_rows(
+            order,
+            self.row_start,
+            self.columns,
+            self.values,
+            &self.origin,
+        )
+    }
+}
+
+impl Rows {
+    /// Stores the nonzero off-diagonal values of row `row` (line `line`); returns how
+    /// many values the line has.
+    fn values(&mut self, row: usize, line: usize, data: &[u8]) -> Result<usize, MatrixError> {
+        let too_wide = || MatrixError::TooWide {
+            origin: self.origin.clone(),
+            line,
+        };
+        let mut column = 0usize;
+        let mut i = skip_spaces(data, 0);
+        while i < data.len() {
+            // Runs of "0 0 0 0 " (most of a sparse dense text) eight bytes at a time.
+            while data.get(i..i + 8) == Some(&ZEROS[..]) {
+                column += 4;
+                i += 8;
+            }
+            if i == data.len() {
+                break;
+            }
+            if column >= MAX_RANKS {
+                return Err(too_wide());
+            }
+            let (end, integer) = scan_field(data, i);
+            let value = match integer {
+                // Below 10^15: exact as an i64 and as an f64 (the signed conversion is
+                // the cheaper one).
+                Some(v) => v as i64 as f64,
+                None => parse_volume(&data[i..end], &self.origin, line)?,
+            };
+            if value != 0.0 && column != row {
+                self.columns.push(column as u32);
+                self.values.push(value);
+            }
+            column += 1;
+            i = skip_spaces(data, end);
+        }
+        if column > MAX_RANKS {
+            return Err(too_wide());
+        }
+        Ok(column)
+    }
+
+    /// Closes the row of `columns` values read from line `line`: the first row sets the
+    /// order, every other must match it.
+    fn end_row(&mut self, line: usize, columns: usize) -> Result<Next, MatrixError> {
+        match self.order {
+            None => {
+                self.order = Some(columns);
+                self.first_line = line;
+            }
+            Some(order) if order != columns => {
+                return Err(MatrixError::NotSquare {
+                    origin: self.origin.clone(),
+                    line,
+                    found: columns,
+                    expected: order,
+                });
+            }
+            Some(_) => {}
+        }
+        self.row_start.push(self.columns.len());
+        Ok(Next::More)
     }
 }
 

@@ -4,33 +4,28 @@
 use std::path::Path;
 
 use super::dense::parse_volume;
-use super::reader::{self, Next};
+use super::reader::{self, LineFormat, Next, scan_field, skip_spaces};
 use super::{CommMatrix, MAX_RANKS, MatrixError};
 
 /// Parses an edge list from text. The order is the largest rank seen plus one.
 pub(super) fn parse(text: &str, origin: &str) -> Result<CommMatrix, MatrixError> {
-    let mut edges = Edges::new(origin);
-    reader::for_each_line_of(text.as_bytes(), |n, data| edges.push(n, data))?;
-    edges.finish()
+    reader::parse_text::<Edges>(text, origin)
 }
 
 /// Reads an edge list from a file.
 pub(super) fn load(path: &Path) -> Result<CommMatrix, MatrixError> {
-    let origin = path.display().to_string();
-    let mut edges = Edges::new(&origin);
-    reader::for_each_line(path, |n, data| edges.push(n, data))?;
-    edges.finish()
+    reader::load_file::<Edges>(path)
 }
 
 /// The edges read so far.
-struct Edges<'a> {
-    origin: &'a str,
+struct Edges {
+    origin: String,
     order: usize,
     triples: Vec<(u32, u32, f64)>,
 }
 
-impl<'a> Edges<'a> {
-    fn new(origin: &'a str) -> Self {
+impl LineFormat for Edges {
+    fn start(origin: String) -> Self {
         Self {
             origin,
             order: 0,
@@ -38,21 +33,11 @@ impl<'a> Edges<'a> {
         }
     }
 
-    fn push(&mut self, line: usize, data: &[u8]) -> Result<Next, MatrixError> {
-        let mut fields = reader::fields(data);
-        let (Some(src), Some(dst), Some(bytes), None) =
-            (fields.next(), fields.next(), fields.next(), fields.next())
-        else {
-            return Err(MatrixError::BadLine {
-                origin: self.origin.to_owned(),
-                line,
-                expected: "'SRC DST BYTES'",
-                found: reader::shown(data).trim().to_owned(),
-            });
+    fn line(&mut self, line: usize, data: &[u8]) -> Result<Next, MatrixError> {
+        let (src, dst, bytes) = match plain_edge(data) {
+            Some(edge) => edge,
+            None => self.exact_edge(line, data)?,
         };
-        let src = parse_rank(src, self.origin, line)?;
-        let dst = parse_rank(dst, self.origin, line)?;
-        let bytes = parse_volume(bytes, self.origin, line)?;
         self.order = self.order.max(src + 1).max(dst + 1);
         if src != dst && bytes != 0.0 {
             self.triples.push((src as u32, dst as u32, bytes));
@@ -63,11 +48,49 @@ impl<'a> Edges<'a> {
     fn finish(self) -> Result<CommMatrix, MatrixError> {
         if self.order == 0 {
             return Err(MatrixError::Empty {
-                origin: self.origin.to_owned(),
+                origin: self.origin,
             });
         }
-        CommMatrix::from_u32_triples(self.order, self.triples, self.origin)
+        CommMatrix::from_u32_triples(self.order, self.triples, &self.origin)
     }
+}
+
+impl Edges {
+    /// Any `SRC DST BYTES` line, or the error naming what is wrong with it.
+    fn exact_edge(&self, line: usize, data: &[u8]) -> Result<(usize, usize, f64), MatrixError> {
+        let mut fields = reader::fields(data);
+        let (Some(src), Some(dst), Some(bytes), None) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            return Err(MatrixError::BadLine {
+                origin: self.origin.clone(),
+                line,
+                expected: "'SRC DST BYTES'",
+                found: reader::shown(data).trim().to_owned(),
+            });
+        };
+        Ok((
+            parse_rank(src, &self.origin, line)?,
+            parse_rank(dst, &self.origin, line)?,
+            parse_volume(bytes, &self.origin, line)?,
+        ))
+    }
+}
+
+/// The common line, three plain integers (ranks below [`MAX_RANKS`], a volume of at
+/// most 15 digits), read without allocating or parsing text twice. `None` for any
+/// other line, which [`Edges::exact_edge`] then reads or refuses.
+#[inline]
+fn plain_edge(data: &[u8]) -> Option<(usize, usize, f64)> {
+    let rank = |v: u64| usize::try_from(v).ok().filter(|&r| r < MAX_RANKS);
+    let (end, src) = scan_field(data, skip_spaces(data, 0));
+    let (end, dst) = scan_field(data, skip_spaces(data, end));
+    let (end, bytes) = scan_field(data, skip_spaces(data, end));
+    if skip_spaces(data, end) != data.len() {
+        return None;
+    }
+    // Below 10^15: exact as an i64 and as an f64.
+    Some((rank(src?)?, rank(dst?)?, bytes? as i64 as f64))
 }
 
 /// Parses a rank number, at most [`MAX_RANKS`]` - 1`.
@@ -130,6 +153,35 @@ mod tests {
             assert!(e.contains(big) && e.contains("1048575"), "{e}");
         }
         assert_eq!(parse("1048575 0 1\n", "e").unwrap().order(), 1 << 20);
+    }
+
+    #[test]
+    fn the_plain_path_reads_what_the_exact_path_reads() {
+        let edges = Edges::start("e".into());
+        let plain = [
+            "0 1 5",
+            " 0\t1  5 \r",
+            "123456 1 123456789",
+            "1048575 0 999999999999999",
+            "00000001 0000002 000000000000003",
+        ];
+        for line in plain {
+            let exact = edges.exact_edge(1, line.as_bytes()).ok();
+            assert!(exact.is_some(), "{line:?}");
+            assert_eq!(plain_edge(line.as_bytes()), exact, "{line:?}");
+        }
+        // Declined: a decimal, 16 digits, a rank past the bound, wrong field counts, a
+        // letter; the exact path reads or refuses them.
+        for line in [
+            "0 1 1.5",
+            "0 1 9999999999999999",
+            "1048576 0 1",
+            "0 1 5 6",
+            "0 1",
+            "0 x 5",
+        ] {
+            assert_eq!(plain_edge(line.as_bytes()), None, "{line:?}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::MatrixError;
+use super::{CommMatrix, MatrixError};
 
 /// Longest line accepted, in bytes: 64 MiB, room for a dense row of the largest
 /// matrix ([`super::MAX_RANKS`] ranks) written with up to 63 characters per value. A
@@ -20,12 +20,43 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// Bytes read from the file at a time.
 const CHUNK: usize = 4 << 20;
 
+/// Smallest read buffer, for short files and files of unknown length.
+const MIN_CHUNK: usize = 64 << 10;
+
 /// What a line visitor tells the reader.
 pub(super) enum Next {
     /// Go on with the next line.
     More,
     /// Enough has been read.
     Stop,
+}
+
+/// A text format read line by line: the state between lines of [`parse_text`] and
+/// [`load_file`].
+pub(super) trait LineFormat: Sized {
+    /// A reader for the input named `origin` (in error messages).
+    fn start(origin: String) -> Self;
+    /// Takes one data line (numbered from 1, comment removed).
+    fn line(&mut self, line: usize, data: &[u8]) -> Result<Next, MatrixError>;
+    /// The matrix, once every line was taken.
+    fn finish(self) -> Result<CommMatrix, MatrixError>;
+}
+
+/// Reads an in-memory text in format `F`; `origin` names it in errors.
+pub(super) fn parse_text<F: LineFormat>(
+    text: &str,
+    origin: &str,
+) -> Result<CommMatrix, MatrixError> {
+    let mut format = F::start(origin.to_owned());
+    for_each_line_of(text.as_bytes(), |n, data| format.line(n, data))?;
+    format.finish()
+}
+
+/// Reads the file `path` in format `F`, chunk by chunk.
+pub(super) fn load_file<F: LineFormat>(path: &Path) -> Result<CommMatrix, MatrixError> {
+    let mut format = F::start(path.display().to_string());
+    for_each_line(path, |n, data| format.line(n, data))?;
+    format.finish()
 }
 
 /// Calls `visit(line_number, data)` for every line of `path` that holds data (comment
@@ -39,7 +70,7 @@ pub(super) fn for_each_line(
         source,
     };
     let mut file = std::fs::File::open(path).map_err(read_error)?;
-    let mut buf: Vec<u8> = vec![0; CHUNK];
+    let mut buf: Vec<u8> = vec![0; first_buffer_len(&file)];
     let mut filled = 0usize;
     let mut line_no = 0usize;
     loop {
@@ -80,6 +111,17 @@ pub(super) fn for_each_line(
         buf.copy_within(complete..filled, 0);
         filled -= complete;
     }
+}
+
+/// Size of the first read buffer: the file's length plus one byte (to see its end in
+/// the same read), at least [`MIN_CHUNK`] and at most [`CHUNK`]. A small matrix does
+/// not pay for zeroing a whole chunk; a file whose length is unknown (a pipe) starts at
+/// the minimum and the buffer grows only for a line that does not fit.
+fn first_buffer_len(file: &std::fs::File) -> usize {
+    let len = file.metadata().map_or(0, |m| m.len());
+    usize::try_from(len.saturating_add(1))
+        .unwrap_or(CHUNK)
+        .clamp(MIN_CHUNK, CHUNK)
 }
 
 /// Calls `visit` for the data lines of an in-memory text.
@@ -159,6 +201,88 @@ static SPACE: [bool; 256] = {
     t
 };
 
+/// Index of the first byte of `data` at or after `i` that is not a separator
+/// (`data.len()` if none).
+#[inline]
+pub(super) fn skip_spaces(data: &[u8], mut i: usize) -> usize {
+    while i < data.len() && is_space(data[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// Most digits of an integer field read without floating point: below 10^15 the value
+/// is exact as a `u64` and as an `f64`.
+pub(super) const MAX_FAST_DIGITS: usize = 15;
+
+/// Scans the field starting at `data[start]`: returns where it ends (the next separator
+/// or the end of the line) and, when it is a plain integer of 1 to
+/// [`MAX_FAST_DIGITS`] digits, its value. Anything else (a decimal, a sign, a letter, a
+/// longer integer) gives `None`, for the caller's exact parser and error.
+///
+/// The first eight bytes are classified and converted at once (SWAR): a 6- to 9-digit
+/// number costs a handful of word operations, not a loop per digit.
+#[inline]
+pub(super) fn scan_field(data: &[u8], start: usize) -> (usize, Option<u64>) {
+    let mut value = 0u64;
+    let mut i = start;
+    if let Some(word) = data.get(start..).and_then(<[u8]>::first_chunk::<8>) {
+        let (digits, leading) = leading_digits(u64::from_le_bytes(*word));
+        // The common case: 1 to 7 digits, then a separator inside the same word.
+        if digits > 0 && digits < 8 && is_space(word[digits]) {
+            return (start + digits, Some(leading));
+        }
+        i += digits;
+        value = leading;
+    }
+    scan_rest(data, start, i, value)
+}
+
+/// [`scan_field`] past the first word: `data[start..i]` are digits worth `value`.
+fn scan_rest(data: &[u8], start: usize, mut i: usize, mut value: u64) -> (usize, Option<u64>) {
+    let n = data.len();
+    while i < n {
+        let d = data[i].wrapping_sub(b'0');
+        if d >= 10 {
+            break;
+        }
+        value = value.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+    }
+    let digits = i - start;
+    if i < n && !is_space(data[i]) {
+        // Not a plain integer: the field goes on to the next separator.
+        while i < n && !is_space(data[i]) {
+            i += 1;
+        }
+        return (i, None);
+    }
+    (i, (1..=MAX_FAST_DIGITS).contains(&digits).then_some(value))
+}
+
+/// How many of the eight bytes of `word` (first byte lowest) are ASCII digits before
+/// the first other byte, and the value of those digits.
+#[inline]
+fn leading_digits(word: u64) -> (usize, u64) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Per byte t = b - '0'; b is a digit when t < 10, i.e. neither t nor t + 0x76 has
+    // its high bit set. Borrows and carries only move upwards, from bytes that are
+    // digits (which cause none), so the lowest non-digit byte is found exactly.
+    let t = word.wrapping_sub(ONES * u64::from(b'0'));
+    let not_digit = (t | t.wrapping_add(ONES * 0x76)) & HIGH;
+    let digits = (not_digit.trailing_zeros() / 8) as usize;
+    if digits == 0 {
+        return (0, 0);
+    }
+    // Keep the digits in the top bytes, zeros (leading zero digits) below them.
+    let mut v = t << (8 * (8 - digits));
+    v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    v = (v.wrapping_mul(10_000) + (v >> 32)) & 0x0000_0000_ffff_ffff;
+    (digits, v)
+}
+
 /// The whitespace-separated fields of a line.
 pub(super) fn fields(data: &[u8]) -> impl Iterator<Item = &[u8]> {
     data.split(|&b| is_space(b)).filter(|f| !f.is_empty())
@@ -196,6 +320,90 @@ mod tests {
         assert_eq!((seen[0].0, seen[1].0, seen[2].0), (2, 4, 5));
         assert_eq!(seen[1].1, "1 2");
         assert_eq!(seen[2].1.len(), long.trim().len());
+    }
+
+    /// `scan_field` as a plain loop.
+    fn scan_field_plainly(data: &[u8], start: usize) -> (usize, Option<u64>) {
+        let end = data[start..]
+            .iter()
+            .position(|&b| is_space(b))
+            .map_or(data.len(), |p| start + p);
+        let field = &data[start..end];
+        let plain = !field.is_empty()
+            && field.len() <= MAX_FAST_DIGITS
+            && field.iter().all(u8::is_ascii_digit);
+        (
+            end,
+            plain.then(|| std::str::from_utf8(field).unwrap().parse().unwrap()),
+        )
+    }
+
+    #[test]
+    fn scan_field_agrees_with_a_plain_loop() {
+        use rand::{Rng, SeedableRng};
+        let alphabet = b"0123456789 \t\r.e-+x/:\x80\xff";
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut cases: Vec<Vec<u8>> = vec![
+            b"0".to_vec(),
+            b"12345678".to_vec(),
+            b"123456789 1".to_vec(),
+            b"999999999999999".to_vec(),
+            b"9999999999999999".to_vec(),
+            b"000000000000000000007".to_vec(),
+            b"18446744073709551616 ".to_vec(),
+            b"1234/678".to_vec(),
+            b"1234:678".to_vec(),
+        ];
+        for _ in 0..20_000 {
+            let len = rng.gen_range(0..24);
+            cases.push(
+                (0..len)
+                    .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                    .collect(),
+            );
+        }
+        for data in &cases {
+            for start in 0..data.len() {
+                if is_space(data[start]) {
+                    continue;
+                }
+                assert_eq!(
+                    scan_field(data, start),
+                    scan_field_plainly(data, start),
+                    "{:?} from {start}",
+                    shown(data)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn leading_digits_of_every_byte_after_a_digit_run() {
+        for digits in 0..8 {
+            for other in 0..=255u8 {
+                let mut word = *b"98765432";
+                word[digits] = other;
+                let expected = if other.is_ascii_digit() {
+                    digits
+                        + 1
+                        + word[digits + 1..]
+                            .iter()
+                            .take_while(|b| b.is_ascii_digit())
+                            .count()
+                } else {
+                    digits
+                };
+                let value = std::str::from_utf8(&word[..expected])
+                    .unwrap()
+                    .parse()
+                    .unwrap_or(0);
+                assert_eq!(
+                    leading_digits(u64::from_le_bytes(word)),
+                    (expected, value),
+                    "{word:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -121,17 +121,21 @@ pub fn from_synthetic(
     leaves: LeafKind,
     caches: CacheLevels,
 ) -> Result<Tree, TopologyError> {
-    let work = synthetic_objects(description)
-        .zip(widest_count(description))
-        .and_then(|(n, w)| n.checked_mul(w).map(|work| (n, work)));
-    let Some((_, work)) = work.filter(|&(n, _)| n <= MAX_LEAVES as u64) else {
+    let (objects, widest) =
+        synthetic_size(description).map_err(|at| TopologyError::InvalidSynthetic {
+            description: description.to_owned(),
+            reason: format!("no 'TYPE:COUNT' or 'COUNT' level at '{at}'"),
+        })?;
+    let Some(objects) = objects.filter(|&n| n <= MAX_LEAVES as u64) else {
         return Err(TopologyError::TooLarge {
             what: "synthetic topology",
             value: format!("'{description}'"),
         });
     };
-    if work > MAX_SYNTHETIC_WORK
-        || synthetic_objects(description).is_none_or(|n| n > MAX_SYNTHETIC_LEAVES)
+    if objects > MAX_SYNTHETIC_LEAVES
+        || objects
+            .checked_mul(widest)
+            .is_none_or(|w| w > MAX_SYNTHETIC_WORK)
     {
         return Err(TopologyError::SyntheticTooWide {
             description: description.to_owned(),
@@ -164,38 +168,100 @@ pub const MAX_SYNTHETIC_LEAVES: u64 = 1 << 14;
 /// (2048 × 1024) is refused.
 pub const MAX_SYNTHETIC_WORK: u64 = 1 << 20;
 
-/// The widest count of a synthetic description (as [`synthetic_objects`] reads them).
-fn widest_count(description: &str) -> Option<u64> {
-    let mut widest = 1u64;
-    for word in description.split_whitespace() {
-        let rest = word.split_once(':').map_or(word, |(_, rest)| rest);
-        let digits: &str = &rest[..rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len())];
-        if !digits.is_empty() {
-            widest = widest.max(digits.parse::<u64>().ok()?);
-        }
+/// The size of a synthetic description as hwloc 2 reads it: the number of objects at
+/// the bottom level (the product of the level counts, a count of 0 counting as 1) plus
+/// the attached NUMA nodes (`[numa]` after a level: one per object of that level; a
+/// few hundred of them made hwloc build for seconds), `None` on overflow; and the
+/// widest count.
+///
+/// The levels are found the way hwloc's parser finds them, not by splitting on
+/// whitespace: a level need not be followed by a space (`21483pu:64` is two levels,
+/// 1.4 million objects), a type runs to the next `:` wherever it is, and a count is
+/// read by `strtoul` in base 0 (`0x400` is 1024, `+8` is 8). `Err` names the text
+/// where that reading cannot go on; hwloc would refuse it too, but the bounds do not
+/// rely on that.
+fn synthetic_size(description: &str) -> Result<(Option<u64>, u64), String> {
+    let b = description.as_bytes();
+    let mut pos = 0;
+    if b.first() == Some(&b'(') {
+        pos = after(b, 1, b')').ok_or_else(|| description.to_owned())?;
     }
-    Some(widest)
-}
-
-/// Number of objects at the bottom level of a synthetic description, over-estimated:
-/// the product of the counts of every word, a count being the leading digits after the
-/// `:` of a `TYPE:COUNT` word or the leading digits of a bare `COUNT` word (hwloc reads
-/// `2 4 8` as three levels); a count of 0 counts as 1. `None` on overflow.
-fn synthetic_objects(description: &str) -> Option<u64> {
-    let mut n = 1u64;
-    for word in description.split_whitespace() {
-        let rest = word.split_once(':').map_or(word, |(_, rest)| rest);
-        let digits: &str = &rest[..rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len())];
-        if digits.is_empty() {
+    let (mut objects, mut widest, mut attached) = (Some(1u64), 1u64, Some(0u64));
+    loop {
+        while matches!(b.get(pos), Some(b' ' | b'\n')) {
+            pos += 1;
+        }
+        let Some(&c) = b.get(pos) else {
+            let total = objects.zip(attached).and_then(|(n, a)| n.checked_add(a));
+            return Ok((total, widest));
+        };
+        let level = pos;
+        let rest = || String::from_utf8_lossy(&b[level..]).into_owned();
+        if c == b'[' {
+            // An attached NUMA node per object of the level above: no level of its own.
+            attached = attached.zip(objects).and_then(|(a, n)| a.checked_add(n));
+            pos = after(b, pos, b']').ok_or_else(rest)?;
             continue;
         }
-        n = n.checked_mul(digits.parse::<u64>().ok()?.max(1))?;
+        if !c.is_ascii_digit() {
+            // A type name, up to the next ':' (hwloc's strchr).
+            pos = after(b, pos, b':').ok_or_else(rest)?;
+        }
+        let (count, end) = strtoul_base0(b, pos).ok_or_else(rest)?;
+        pos = end;
+        if b.get(pos) == Some(&b'(') {
+            pos = after(b, pos, b')').ok_or_else(rest)?;
+        }
+        objects = objects.and_then(|n| n.checked_mul(count.max(1)));
+        widest = widest.max(count);
     }
-    Some(n)
+}
+
+/// The position just past the first `byte` at or after `from`.
+fn after(b: &[u8], from: usize, byte: u8) -> Option<usize> {
+    b.get(from..)?
+        .iter()
+        .position(|&c| c == byte)
+        .map(|p| from + p + 1)
+}
+
+/// C's `strtoul(text + pos, &end, 0)`: leading whitespace, a sign, then a hexadecimal
+/// (`0x`), octal (leading `0`) or decimal number; saturated at `u64::MAX` (as `strtoul`
+/// saturates, and a negated number is huge too). `None` when there is no number.
+fn strtoul_base0(b: &[u8], mut pos: usize) -> Option<(u64, usize)> {
+    while matches!(b.get(pos), Some(b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')) {
+        pos += 1;
+    }
+    let negative = b.get(pos) == Some(&b'-');
+    if matches!(b.get(pos), Some(b'+' | b'-')) {
+        pos += 1;
+    }
+    let hex = matches!(b.get(pos..pos + 2), Some(b"0x" | b"0X"))
+        && b.get(pos + 2).is_some_and(u8::is_ascii_hexdigit);
+    let (radix, start) = match (hex, b.get(pos)) {
+        (true, _) => (16, pos + 2),
+        (false, Some(b'0')) => (8, pos),
+        _ => (10, pos),
+    };
+    let mut end = start;
+    let mut value = 0u64;
+    while let Some(d) = b.get(end).and_then(|&c| char::from(c).to_digit(radix)) {
+        value = value
+            .saturating_mul(u64::from(radix))
+            .saturating_add(u64::from(d));
+        end += 1;
+    }
+    if end == start {
+        return None;
+    }
+    Some((
+        if negative && value != 0 {
+            u64::MAX
+        } else {
+            value
+        },
+        end,
+    ))
 }
 
 /// Converts an hwloc topology to our tree: leaves are cores or PUs; a CPU cache is a

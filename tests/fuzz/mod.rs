@@ -66,8 +66,14 @@ pub fn run_one(target: &Target, scratch: &Scratch, index: u64, data: &[u8]) -> R
     Ok(())
 }
 
-/// Runs `count` generated inputs of `target` from `seed`.
-pub fn fuzz(target: &Target, seed: u64, count: u64) -> Report {
+/// A progress line every this many inputs, so that a run cut short still says how far
+/// it went.
+const PROGRESS_EVERY: u64 = 100_000;
+
+/// Runs `count` generated inputs of `target` from `seed`, starting at input `first`
+/// (inputs are numbered and generated independently, so a long run can be resumed or
+/// split).
+pub fn fuzz(target: &Target, seed: u64, first: u64, count: u64) -> Report {
     let scratch = Scratch::new();
     let saved = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("target/fuzz-findings")
@@ -79,7 +85,17 @@ pub fn fuzz(target: &Target, seed: u64, count: u64) -> Report {
     // Silence the panic messages of caught panics; findings are reported below.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    for index in 0..count {
+    let start = Instant::now();
+    for index in first..first.saturating_add(count) {
+        if index > first && (index - first) % PROGRESS_EVERY == 0 {
+            println!(
+                "  {}: {} inputs from #{first}, {} findings, {:.0} s",
+                target.name,
+                index - first,
+                report.findings.len(),
+                start.elapsed().as_secs_f64()
+            );
+        }
         let data = mutate::input(seed, target.name, index, &target.seeds, target.tokens);
         report.inputs += 1;
         match run_one(target, &scratch, index, &data) {
