@@ -74,3 +74,20 @@ fn dump_directory_errors_name_the_directory() {
         .to_string();
     assert!(err.contains("rank 1 has no dump file"), "{err}");
 }
+
+/// A dump linked to `/dev/zero` (endless bytes, no newline) stops at the line bound with
+/// an error naming the file, instead of being read until memory runs out.
+#[test]
+fn a_prof_dump_linked_to_dev_zero_is_an_error_not_an_endless_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("x.0.prof"),
+        "E\t0\t1\t8 bytes\t1 msgs sent\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("x.1.prof")).unwrap();
+    let err = CommMatrix::load(dir.path(), MatrixFormat::Prof)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("x.1.prof"), "{err}");
+}

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use super::edges::parse_rank;
+use super::reader::{Next, for_each_line};
 use super::{CommMatrix, MAX_RANKS, MatrixError};
 
 /// Loads every `*.RANK.prof` file of `dir`. The order is the number of rank files; every
@@ -15,11 +16,20 @@ pub(super) fn load_dir(dir: &Path) -> Result<CommMatrix, MatrixError> {
     let order = files.len();
     let mut triples = Vec::new();
     for path in &files {
-        let text = std::fs::read_to_string(path).map_err(|source| MatrixError::Read {
-            path: path.clone(),
-            source,
+        // Line by line through the bounded reader: a dump linked to /dev/zero or a huge
+        // file costs one bounded line buffer, not its whole length.
+        let origin = path.display().to_string();
+        for_each_line(path, |line_no, data| {
+            let line = String::from_utf8_lossy(data);
+            parse_dump_line(
+                line.trim_end_matches('\r'),
+                line_no,
+                &origin,
+                order,
+                &mut triples,
+            )?;
+            Ok(Next::More)
         })?;
-        parse_dump(&text, &path.display().to_string(), order, &mut triples)?;
     }
     CommMatrix::from_u32_triples(order, triples, &dir.display().to_string())
 }
@@ -77,43 +87,41 @@ fn rank_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, MatrixError> {
     Ok(by_rank.into_iter().map(|(_, p)| p).collect())
 }
 
-/// Adds the `E` and `I` lines of one dump to `triples`.
-fn parse_dump(
-    text: &str,
+/// Adds line `line_no` of a dump to `triples` if it is an `E` or `I` line.
+fn parse_dump_line(
+    line: &str,
+    line_no: usize,
     origin: &str,
     order: usize,
     triples: &mut Vec<(u32, u32, f64)>,
 ) -> Result<(), MatrixError> {
-    for (index, line) in text.lines().enumerate() {
-        let line_no = index + 1;
-        let mut fields = line.split('\t');
-        let kind = fields.next().unwrap_or("");
-        if kind != "E" && kind != "I" {
-            continue;
-        }
-        let bad = || MatrixError::BadLine {
+    let mut fields = line.split('\t');
+    let kind = fields.next().unwrap_or("");
+    if kind != "E" && kind != "I" {
+        return Ok(());
+    }
+    let bad = || MatrixError::BadLine {
+        origin: origin.to_owned(),
+        line: line_no,
+        expected: "'E|I<TAB>SRC<TAB>DST<TAB>N bytes<TAB>...'",
+        found: line.to_owned(),
+    };
+    let src = parse_rank(fields.next().ok_or_else(bad)?.as_bytes(), origin, line_no)?;
+    let dst = parse_rank(fields.next().ok_or_else(bad)?.as_bytes(), origin, line_no)?;
+    let bytes_field = fields.next().ok_or_else(bad)?;
+    let bytes: u64 = bytes_field
+        .strip_suffix(" bytes")
+        .and_then(|b| b.parse().ok())
+        .ok_or_else(bad)?;
+    if src >= order || dst >= order {
+        return Err(MatrixError::BadRank {
             origin: origin.to_owned(),
             line: line_no,
-            expected: "'E|I<TAB>SRC<TAB>DST<TAB>N bytes<TAB>...'",
-            found: line.to_owned(),
-        };
-        let src = parse_rank(fields.next().ok_or_else(bad)?.as_bytes(), origin, line_no)?;
-        let dst = parse_rank(fields.next().ok_or_else(bad)?.as_bytes(), origin, line_no)?;
-        let bytes_field = fields.next().ok_or_else(bad)?;
-        let bytes: u64 = bytes_field
-            .strip_suffix(" bytes")
-            .and_then(|b| b.parse().ok())
-            .ok_or_else(bad)?;
-        if src >= order || dst >= order {
-            return Err(MatrixError::BadRank {
-                origin: origin.to_owned(),
-                line: line_no,
-                value: format!("{src}->{dst} (only {order} dump files)"),
-            });
-        }
-        if src != dst && bytes != 0 {
-            triples.push((src as u32, dst as u32, bytes as f64));
-        }
+            value: format!("{src}->{dst} (only {order} dump files)"),
+        });
+    }
+    if src != dst && bytes != 0 {
+        triples.push((src as u32, dst as u32, bytes as f64));
     }
     Ok(())
 }
