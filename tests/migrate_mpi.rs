@@ -21,11 +21,11 @@ const ARGS: &[&str] = &["--size", "256", "--iters", "12000"];
 /// `rankmig run` of the Jacobi example on `RANKS` ranks, started in the background,
 /// acting on each edit at once (`--settle 0`: every edit here is one atomic write).
 fn start(dir: &Path, extra_env: &[(&str, &str)]) -> Job {
-    start_with(dir, extra_env, &["--settle", "0"])
+    start_with(dir, extra_env, &["--settle", "0"], ARGS)
 }
 
-/// [`start`] with other `rankmig run` options.
-fn start_with(dir: &Path, extra_env: &[(&str, &str)], options: &[&str]) -> Job {
+/// [`start`] with other `rankmig run` options and Jacobi arguments.
+fn start_with(dir: &Path, extra_env: &[(&str, &str)], options: &[&str], args: &[&str]) -> Job {
     let mut cmd = rankmig();
     cmd.current_dir(dir)
         .args(["run", "-n", &RANKS.to_string(), "--availability", "av"])
@@ -33,7 +33,7 @@ fn start_with(dir: &Path, extra_env: &[(&str, &str)], options: &[&str]) -> Job {
         .args(options)
         .arg("--")
         .arg(jacobi())
-        .args(ARGS)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (k, v) in extra_env {
@@ -328,7 +328,9 @@ fn two_step_edit() -> Result<(), Hung> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     set_availability(d, "n1 4\nn2 4\n");
-    let job = start_with(d, &[], &[]);
+    // Long enough to outlast the 1.5 s between the writes, the 3 s settle time and the
+    // migration on a quiet machine (12 000 iterations take about 2 s there).
+    let job = start_with(d, &[], &[], &["--size", "256", "--iters", "100000"]);
     wait_for("the first availability check", || first_check_done(d))?;
     fs::write(d.join("av"), "n2 4\n").expect("first write");
     std::thread::sleep(Duration::from_millis(1500));
