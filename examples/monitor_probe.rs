@@ -46,6 +46,8 @@ use rankmig::monitor::{self, AvailabilityWatcher, CheckSchedule, Traffic, WatchO
 use serde_json::{Value, json};
 
 fn main() -> ExitCode {
+    // The library's messages (a refused edit, ...) go through `log`; print warnings.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let Some(universe) = mpi::initialize() else {
         eprintln!("monitor_probe: MPI could not be initialised");
         return ExitCode::FAILURE;

@@ -395,7 +395,8 @@ fn availability_edits_are_seen_alike_on_every_rank() {
         seen[10]["diff"],
         "removed n2 (had 1 cores); removed n3 (had 2 cores); changed n1 (2 -> 4 cores)"
     );
-    // Rank 0 warned once per refused edit, on one line each.
+    // Rank 0 warned once per refused edit, on one line each (a `log` warning, printed by
+    // the probe's logger).
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("refused")).collect();
     assert_eq!(warnings.len(), 4, "{stderr}");
     // The time-based schedule: all ranks checked at the same calls, every 4th call at
