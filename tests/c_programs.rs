@@ -46,11 +46,24 @@ fn lib_dir() -> PathBuf {
 fn build(twin: Twin) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let built = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--release", "--lib", "--manifest-path"])
+        // With an example: the dependency features of this test build (see
+        // tests/thirdparty_c.rs), so nothing is rebuilt under other hashes.
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--lib",
+            "--example",
+            "jacobi",
+        ])
+        .arg("--manifest-path")
         .arg(root.join("Cargo.toml"))
         .status()
         .expect("cargo build --lib");
-    assert!(built.success(), "cargo build --release --lib failed");
+    assert!(
+        built.success(),
+        "cargo build --release --lib --example jacobi failed"
+    );
     let lib = lib_dir();
     let out_dir = lib.join("c-examples");
     fs::create_dir_all(&out_dir).expect("c-examples dir");

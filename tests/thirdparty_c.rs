@@ -24,10 +24,20 @@ fn build(dir: &Path) -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let code = root.join("examples/thirdparty/hpcc-randomaccess");
     let ours = code.join("rankmig/RandomAccess");
-    // `cargo test` does not refresh librankmig.so (the cdylib): build it here.
+    // `cargo test` does not refresh librankmig.so (the cdylib): build it here, with an
+    // example so that dependency features are those of this test build (a `--lib` build
+    // alone resolves them without dev-dependencies, rebuilds serde & co under new
+    // hashes, and the doctests of the same `cargo test` then fail to link).
     let mut cargo = Command::new(env!("CARGO"));
     cargo
-        .args(["build", "--quiet", "--lib", "--manifest-path"])
+        .args([
+            "build",
+            "--quiet",
+            "--lib",
+            "--example",
+            "jacobi",
+            "--manifest-path",
+        ])
         .arg(root.join("Cargo.toml"));
     if cfg!(not(debug_assertions)) {
         cargo.arg("--release");
