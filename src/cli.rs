@@ -483,26 +483,23 @@ pub struct ReportArgs {
 
 /// A settle time: seconds, from 0 to one hour.
 fn parse_settle(text: &str) -> Result<f64, String> {
-    let secs: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    if (0.0..=3600.0).contains(&secs) {
-        Ok(secs)
-    } else {
-        Err(format!("{secs} s is outside 0 to 3600 seconds"))
-    }
+    parse_seconds_within(text, 0.0, 3600.0)
 }
 
 /// A check interval: seconds, from 0.001 to one day.
 fn parse_check_interval(text: &str) -> Result<f64, String> {
+    parse_seconds_within(text, 0.001, 86_400.0)
+}
+
+/// A number of seconds from `min` to `max`.
+fn parse_seconds_within(text: &str, min: f64, max: f64) -> Result<f64, String> {
     let secs: f64 = text
         .trim()
         .parse()
         .map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    if (0.001..=86_400.0).contains(&secs) {
+    if (min..=max).contains(&secs) {
         Ok(secs)
     } else {
-        Err(format!("{secs} s is outside 0.001 to 86400 seconds"))
+        Err(format!("{secs} s is outside {min} to {max} seconds"))
     }
 }

@@ -7,12 +7,11 @@
 
 mod common;
 
-use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
 
-use common::{checksum, children_of, mpi_lock, rankmig};
+use common::job::{Hung, Job, set_availability, wait_for};
+use common::{checksum, mpi_lock, rankmig};
 use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
 
 const RANKS: usize = 8;
@@ -116,73 +115,8 @@ fn reference(program: &Path, dir: &Path) -> Output {
         .expect("mpirun runs")
 }
 
-/// Writes the availability file atomically (as an editor saving would).
-fn set_availability(dir: &Path, text: &str) {
-    let tmp = dir.join("av.tmp");
-    fs::write(&tmp, text).expect("write availability");
-    fs::rename(&tmp, dir.join("av")).expect("rename availability");
-}
-
-/// The job stopped making progress (Open MPI 4.1.4's `MPI_Comm_spawn` now and then
-/// never returns on a loaded machine; see tests/migrate_mpi.rs).
-#[derive(Debug)]
-struct Hung(String);
-
-fn wait_for(what: &str, ready: impl Fn() -> bool) -> Result<(), Hung> {
-    let start = Instant::now();
-    while !ready() {
-        if start.elapsed() > Duration::from_secs(90) {
-            return Err(Hung(format!("timed out waiting for {what}")));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(())
-}
-
 fn records(dir: &Path) -> Vec<Reconfiguration> {
     read_reconfigurations(&dir.join("run")).unwrap_or_default()
-}
-
-/// A running `rankmig run`; dropping it kills what is left of the job.
-struct Job(Option<Child>);
-
-impl Job {
-    fn finish(mut self) -> Result<Output, Hung> {
-        let mut child = self.0.take().expect("running");
-        let start = Instant::now();
-        while child.try_wait().expect("wait").is_none() {
-            if start.elapsed() > Duration::from_secs(180) {
-                kill_tree(&mut child);
-                return Err(Hung("the run did not end".into()));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(child.wait_with_output().expect("rankmig run ends"))
-    }
-}
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.0 {
-            kill_tree(child);
-        }
-    }
-}
-
-/// Kills `rankmig run`, its `mpirun` and the ranks.
-fn kill_tree(child: &mut Child) {
-    for mpirun in children_of(child.id()) {
-        for rank in children_of(mpirun) {
-            let _ = Command::new("kill")
-                .args(["-KILL", &rank.to_string()])
-                .status();
-        }
-        let _ = Command::new("kill")
-            .args(["-KILL", &mpirun.to_string()])
-            .status();
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Two live migrations: n1's ranks (0 and 1) to n5, then n2's ranks spread out.

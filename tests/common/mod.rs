@@ -1,6 +1,7 @@
 //! Helpers shared by the tests that run the Jacobi example under real `mpirun`.
 #![allow(dead_code)]
 
+pub mod job;
 pub mod limited;
 
 use std::path::{Path, PathBuf};

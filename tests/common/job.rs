@@ -1,0 +1,87 @@
+//! A `rankmig run` job of a test: waiting on it with a bound, killing what is left of
+//! it, and running a scenario once more when Open MPI hung.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+use super::children_of;
+
+/// Writes the availability file atomically (as an editor saving would).
+pub fn set_availability(dir: &Path, text: &str) {
+    let tmp = dir.join("av.tmp");
+    fs::write(&tmp, text).expect("write availability");
+    fs::rename(&tmp, dir.join("av")).expect("rename availability");
+}
+
+/// The job stopped making progress: Open MPI 4.1.4's `MPI_Comm_spawn` now and then
+/// never returns on a loaded machine (a new process stays in PMIx client init).
+#[derive(Debug)]
+pub struct Hung(pub String);
+
+/// Waits until `ready()` holds, at most 90 seconds.
+pub fn wait_for(what: &str, ready: impl Fn() -> bool) -> Result<(), Hung> {
+    let start = Instant::now();
+    while !ready() {
+        if start.elapsed() > Duration::from_secs(90) {
+            return Err(Hung(format!("timed out waiting for {what}")));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// Runs `scenario` again (once) when the MPI job hung, and says so; a failed assertion
+/// is never retried.
+pub fn retry_on_hang(scenario: impl Fn() -> Result<(), Hung>) {
+    if let Err(Hung(why)) = scenario() {
+        eprintln!("the MPI job hung ({why}); killed it, running the scenario once more");
+        if let Err(Hung(why)) = scenario() {
+            panic!("the MPI job hung twice: {why}");
+        }
+    }
+}
+
+/// A running `rankmig run`; dropping it kills what is left of the job.
+pub struct Job(pub Option<Child>);
+
+impl Job {
+    /// Waits for the run to end, at most three minutes.
+    pub fn finish(mut self) -> Result<Output, Hung> {
+        let mut child = self.0.take().expect("running");
+        let start = Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if start.elapsed() > Duration::from_secs(180) {
+                kill_tree(&mut child);
+                return Err(Hung("the run did not end".into()));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(child.wait_with_output().expect("rankmig run ends"))
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            kill_tree(child);
+        }
+    }
+}
+
+/// Kills `rankmig run`, its `mpirun` and the ranks (each in its own process group).
+pub fn kill_tree(child: &mut Child) {
+    for mpirun in children_of(child.id()) {
+        for rank in children_of(mpirun) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &rank.to_string()])
+                .status();
+        }
+        let _ = Command::new("kill")
+            .args(["-KILL", &mpirun.to_string()])
+            .status();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
