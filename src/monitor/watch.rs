@@ -176,51 +176,74 @@ impl AvailabilityWatcher {
     }
 
     /// Rank 0's reading, held back while a new content has not settled: then the
-    /// outcome is `Unchanged` and the hash stays the last one acted on.
+    /// outcome is `Unchanged`, the hash stays the last one acted on, and the content is
+    /// not parsed.
     fn read_settled(&mut self) -> (WatchOutcome, u64) {
-        let (outcome, hash) = self.read();
-        let first_content = self.last_hash == 0;
-        if hash == self.last_hash || first_content || self.settle.is_zero() {
+        let (content, hash) = self.read_content();
+        if hash == self.last_hash {
             self.pending = None;
-            return (outcome, hash);
+            return (WatchOutcome::Unchanged, hash);
+        }
+        if self.holding_back(hash) {
+            return (WatchOutcome::Unchanged, self.last_hash);
+        }
+        let outcome = match content {
+            Ok(bytes) => self.judge(&bytes),
+            Err(message) => WatchOutcome::Refused { message },
+        };
+        (outcome, hash)
+    }
+
+    /// True while a new content (hash `hash`) has not stayed the same for the settle
+    /// time. The first content a watcher reads is never held back.
+    fn holding_back(&mut self, hash: u64) -> bool {
+        if self.last_hash == 0 || self.settle.is_zero() {
+            self.pending = None;
+            return false;
         }
         match self.pending {
-            Some((seen, since)) if seen == hash && since.elapsed() >= self.settle => {
-                self.pending = None;
-                (outcome, hash)
+            Some((seen, since)) if seen == hash => {
+                let settled = since.elapsed() >= self.settle;
+                if settled {
+                    self.pending = None;
+                }
+                !settled
             }
-            Some((seen, _)) if seen == hash => (WatchOutcome::Unchanged, self.last_hash),
             _ => {
                 self.pending = Some((hash, Instant::now()));
-                (WatchOutcome::Unchanged, self.last_hash)
+                true
             }
         }
     }
 
-    /// Rank 0's reading: the outcome and the hash of what it read.
-    fn read(&self) -> (WatchOutcome, u64) {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
+    /// The file's bytes, or why it cannot be read, and the hash of either: content
+    /// hashes are even, read-error hashes odd, and never 0 ("nothing seen yet").
+    fn read_content(&self) -> (Result<Vec<u8>, String>, u64) {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => {
+                let hash = (xxhash_rust::xxh3::xxh3_64(&bytes) & !1) | 2;
+                (Ok(bytes), hash)
+            }
             Err(e) => {
                 let message = format!(
                     "{}: cannot read availability file: {e}",
                     self.path.display()
                 );
-                // Odd, never 0: 0 means "nothing seen yet"; content hashes are even.
                 let hash = xxhash_rust::xxh3::xxh3_64(message.as_bytes()) | 1;
-                return self.unless_seen(WatchOutcome::Refused { message }, hash);
+                (Err(message), hash)
             }
-        };
-        let hash = (xxhash_rust::xxh3::xxh3_64(&bytes) & !1) | 2;
-        if hash == self.last_hash {
-            return (WatchOutcome::Unchanged, hash);
         }
-        let text = String::from_utf8_lossy(&bytes);
+    }
+
+    /// What a new content means for the job: a change, the current view again, or a
+    /// refusal naming the file, line and value.
+    fn judge(&self, bytes: &[u8]) -> WatchOutcome {
+        let text = String::from_utf8_lossy(bytes);
         let origin = self.path.display().to_string();
         let parsed = Availability::parse(&text, &origin, AvailabilityFormat::Auto)
             .map_err(|e| e.to_string())
             .and_then(|a| self.within_allocation(a, &origin));
-        let outcome = match parsed {
+        match parsed {
             Ok(availability)
                 if self
                     .current
@@ -231,8 +254,7 @@ impl AvailabilityWatcher {
             }
             Ok(availability) => WatchOutcome::Changed { availability },
             Err(message) => WatchOutcome::Refused { message },
-        };
-        (outcome, hash)
+        }
     }
 
     /// The availability as the job may use it: refused when it names a host outside
@@ -253,14 +275,6 @@ impl AvailabilityWatcher {
                 self.lost_hosts.join(", ")
             )
         })
-    }
-
-    fn unless_seen(&self, outcome: WatchOutcome, hash: u64) -> (WatchOutcome, u64) {
-        if hash == self.last_hash {
-            (WatchOutcome::Unchanged, hash)
-        } else {
-            (outcome, hash)
-        }
     }
 }
 
