@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, measurement::WallTime};
 use rankmig::matrix::{CommMatrix, MatrixFormat, SymGraph};
 use rankmig::topology::Tree;
-use rankmig::treematch::patterns::{Pattern, clustered_permutation, dims_2d, dims_3d, stencil_2d};
+use rankmig::treematch::patterns::{
+    Pattern, clustered_permutation, dims_2d, dims_3d, stencil_2d, stencil_tiling,
+};
 use rankmig::treematch::{MapOptions, baselines, map, metrics};
 
 /// Seed of the random patterns and of the random baseline.
@@ -88,49 +90,10 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Grid coordinates of `rank` in a row-major grid `dims` (1 to 3 dimensions).
-fn grid_coords(rank: usize, dims: &[usize]) -> [usize; 3] {
-    let mut c = [0; 3];
-    let mut rest = rank;
-    for (k, &d) in dims.iter().enumerate().rev() {
-        c[k] = rest % d;
-        rest /= d;
-    }
-    c
-}
-
-/// Recursive coordinate bisection: halves along the longest extent down to a package
-/// (8 ranks), leaves numbered in order: a tiled placement of a stencil grid.
-fn bisect(ranks: &mut [usize], dims: &[usize], first_leaf: usize, out: &mut [usize]) {
-    if ranks.len() <= 8 {
-        for (k, &r) in ranks.iter().enumerate() {
-            out[r] = first_leaf + k;
-        }
-        return;
-    }
-    let extent = |k: usize| {
-        let values = ranks.iter().map(|&r| grid_coords(r, dims)[k]);
-        values.clone().max().unwrap_or(0) - values.min().unwrap_or(0)
-    };
-    let axis = (0..dims.len())
-        .max_by_key(|&k| (extent(k), usize::MAX - k))
-        .unwrap_or(0);
-    ranks.sort_by_key(|&r| (grid_coords(r, dims)[axis], r));
-    let half = ranks.len() / 2;
-    let (low, high) = ranks.split_at_mut(half);
-    bisect(low, dims, first_leaf, out);
-    bisect(high, dims, first_leaf + half, out);
-}
-
 /// A known good placement, where there is one: tiles for the stencils (recursive
 /// bisection), the planted clusters for `clustered_permuted`.
 fn reference(pattern: Pattern, n: usize) -> Option<Vec<usize>> {
-    let tiled = |dims: &[usize]| {
-        let mut ranks: Vec<usize> = (0..n).collect();
-        let mut out = vec![0; n];
-        bisect(&mut ranks, dims, 0, &mut out);
-        out
-    };
+    let tiled = |dims: &[usize]| stencil_tiling(dims, 8);
     match pattern {
         Pattern::Stencil2d => Some(tiled(&dims_2d(n))),
         Pattern::Stencil3d => Some(tiled(&dims_3d(n))),

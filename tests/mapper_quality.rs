@@ -267,3 +267,38 @@ fn mappings_are_deterministic() {
         );
     }
 }
+
+/// Issue 10: on stencils TreeMatch and Scotch find the tiling of recursive coordinate
+/// bisection; rankmig's mapping costs no more hop-bytes than that tiling, and no more
+/// inter-node volume.
+#[test]
+fn stencils_cost_no_more_than_the_tiling_of_coordinate_bisection() {
+    use rankmig::treematch::patterns::{dims_2d, dims_3d, stencil_2d, stencil_3d, stencil_tiling};
+    let costs = metrics::LinkCosts::parse("100,10,1", 3).unwrap();
+    let cases = [
+        ("2D", 256, stencil_2d(256), dims_2d(256).to_vec()),
+        ("2D", 1024, stencil_2d(1024), dims_2d(1024).to_vec()),
+        ("2D", 4096, stencil_2d(4096), dims_2d(4096).to_vec()),
+        ("3D", 1024, stencil_3d(1024), dims_3d(1024).to_vec()),
+        ("3D", 4096, stencil_3d(4096), dims_3d(4096).to_vec()),
+    ];
+    for (name, n, matrix, dims) in cases {
+        let graph = matrix.symmetric();
+        let tree = cluster_for(n);
+        let ours = map_checked(&graph, &tree, &MapOptions::default());
+        let ours = metrics::evaluate(&graph, &tree, ours.leaves(), &costs).unwrap();
+        let tiled = metrics::evaluate(&graph, &tree, &stencil_tiling(&dims, 8), &costs).unwrap();
+        assert!(
+            ours.hop_bytes <= tiled.hop_bytes * (1.0 + 1e-12),
+            "{name} {n}: hop-bytes {} > tiling {}",
+            ours.hop_bytes,
+            tiled.hop_bytes
+        );
+        assert!(
+            ours.inter_node <= tiled.inter_node * (1.0 + 1e-12),
+            "{name} {n}: inter-node {} > tiling {}",
+            ours.inter_node,
+            tiled.inter_node
+        );
+    }
+}

@@ -302,33 +302,55 @@ impl Csr {
 }
 
 /// Side (0 = left, 1 = right) of every vertex of `fine`, the left side holding exactly
-/// `left_weight` vertex weight.
+/// `left_weight` vertex weight: the cheaper of the multilevel bisection and of greedy
+/// growth on `fine` itself from its corners ([`corner_seeds`]). Coarsening a uniform mesh
+/// makes ragged clusters whose cheapest cut is wavy; growing on the mesh itself from one
+/// corner fills a rectangle's half, from two corners of one side a square's half: the
+/// straight cuts that tile stencils.
 fn multilevel_bisection(fine: Csr, left_weight: u64) -> Vec<u8> {
+    let mut best = multilevel(&fine, left_weight);
+    let mut best_cut = cut(&fine, &best);
+    for seeds in corner_seeds(&fine) {
+        let mut side = grow(&fine, &seeds, left_weight);
+        fm_refine(&fine, &mut side, left_weight, 0, FM_PASSES);
+        force_balance(&fine, &mut side, left_weight);
+        let c = cut(&fine, &side);
+        if c < best_cut - 1e-9 * (1.0 + best_cut.abs()) {
+            best = side;
+            best_cut = c;
+        }
+    }
+    best
+}
+
+/// Karypis & Kumar's scheme: heavy-edge coarsening, greedy growing on the coarsest
+/// graph, FM on the way back up.
+fn multilevel(fine: &Csr, left_weight: u64) -> Vec<u8> {
     let total: u64 = fine.vertex_weight.iter().sum();
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ fine.order() as u64);
     let max_weight = (total / (2 * COARSEST as u64)).max(2);
-    let mut graphs = vec![fine];
+    let mut coarse: Vec<Csr> = Vec::new();
     let mut maps: Vec<Vec<u32>> = Vec::new();
-    while let Some(last) = graphs.last() {
+    loop {
+        let last = coarse.last().unwrap_or(fine);
         if last.order() <= COARSEST {
             break;
         }
         match last.coarsen(&mut rng, max_weight) {
-            Some((coarse, map)) => {
-                graphs.push(coarse);
+            Some((c, map)) => {
+                coarse.push(c);
                 maps.push(map);
             }
             None => break,
         }
     }
-    let Some(coarsest) = graphs.last() else {
-        return Vec::new();
-    };
+    let graph_at = |level: usize| if level == 0 { fine } else { &coarse[level - 1] };
+    let coarsest = coarse.last().unwrap_or(fine);
     let mut side = initial_bisection(coarsest, left_weight);
     for level in (0..maps.len()).rev() {
         let map = &maps[level];
         side = map.iter().map(|&c| side[c as usize]).collect();
-        let g = &graphs[level];
+        let g = graph_at(level);
         let (tolerance, passes) = if level == 0 {
             (0, FM_PASSES)
         } else {
@@ -337,9 +359,9 @@ fn multilevel_bisection(fine: Csr, left_weight: u64) -> Vec<u8> {
         fm_refine(g, &mut side, left_weight, tolerance, passes);
     }
     if maps.is_empty() {
-        fm_refine(&graphs[0], &mut side, left_weight, 0, FM_PASSES);
+        fm_refine(fine, &mut side, left_weight, 0, FM_PASSES);
     }
-    force_balance(&graphs[0], &mut side, left_weight);
+    force_balance(fine, &mut side, left_weight);
     side
 }
 
@@ -353,17 +375,17 @@ fn initial_bisection(g: &Csr, left_weight: u64) -> Vec<u8> {
     let n = g.order();
     let tolerance = max_vertex_weight(g);
     let mut best: Option<(u64, f64, Vec<u8>)> = None;
-    let mut seeds = vec![pseudo_peripheral(g, 0)];
+    let mut seed_sets = corner_seeds(g);
     for k in 1..SEEDS.min(n) {
         let s = k * n / SEEDS;
-        if !seeds.contains(&s) {
-            seeds.push(s);
+        if seed_sets.iter().all(|set| !set.contains(&s)) {
+            seed_sets.push(vec![s]);
         }
     }
-    for seed in seeds {
-        let mut side = grow(g, seed, left_weight);
+    for seeds in seed_sets {
+        let mut side = grow(g, &seeds, left_weight);
         fm_refine(g, &mut side, left_weight, tolerance, FM_PASSES);
-        let state = (violation(g, &side, left_weight, 0), cut(g, &side));
+        let state = (violation(g, &side, left_weight, tolerance), cut(g, &side));
         if best
             .as_ref()
             .is_none_or(|b| state.0 < b.0 || (state.0 == b.0 && state.1 < b.1 - 1e-9))
@@ -372,6 +394,31 @@ fn initial_bisection(g: &Csr, left_weight: u64) -> Vec<u8> {
         }
     }
     best.map(|b| b.2).unwrap_or_else(|| vec![1; n])
+}
+
+/// Where greedy growing starts: `[a]` and `[a, c]`, `a` a pseudo-peripheral vertex
+/// (a corner of a mesh), `b` the vertex farthest from it and `c` the vertex whose
+/// smaller distance to `a` and `b` is largest (the larger one least on ties, then the
+/// lowest number). On a square mesh `c` is a corner next to `a`, and growing from both
+/// fills the half along their side; on a long rectangle growing from `a` alone does.
+fn corner_seeds(g: &Csr) -> Vec<Vec<usize>> {
+    if g.order() == 0 {
+        return Vec::new();
+    }
+    let a = pseudo_peripheral(g, 0);
+    let (from_a, order) = bfs(g, a);
+    let b = order.last().map_or(a, |&x| x as usize);
+    let (from_b, _) = bfs(g, b);
+    let third = (0..g.order())
+        .filter(|&v| v != a && v != b && from_a[v] != u32::MAX && from_b[v] != u32::MAX)
+        .max_by_key(|&v| {
+            let (near, far) = (from_a[v].min(from_b[v]), from_a[v].max(from_b[v]));
+            (near, Reverse(far), Reverse(v))
+        });
+    match third {
+        Some(c) => vec![vec![a], vec![a, c]],
+        None => vec![vec![a]],
+    }
 }
 
 fn cut(g: &Csr, side: &[u8]) -> f64 {
@@ -402,10 +449,19 @@ fn violation(g: &Csr, side: &[u8], target: u64, tolerance: u64) -> u64 {
 
 /// Breadth-first distances from `from` (u32::MAX where unreachable) and the visit order.
 fn bfs(g: &Csr, from: usize) -> (Vec<u32>, Vec<u32>) {
+    bfs_from(g, &[from])
+}
+
+/// Breadth-first distances from the nearest of `sources`, and the visit order.
+fn bfs_from(g: &Csr, sources: &[usize]) -> (Vec<u32>, Vec<u32>) {
     let mut dist = vec![u32::MAX; g.order()];
     let mut order = Vec::with_capacity(g.order());
-    dist[from] = 0;
-    order.push(from as u32);
+    for &from in sources {
+        if dist[from] == u32::MAX {
+            dist[from] = 0;
+            order.push(from as u32);
+        }
+    }
     let mut head = 0;
     while head < order.len() {
         let v = order[head] as usize;
@@ -430,11 +486,11 @@ fn pseudo_peripheral(g: &Csr, start: usize) -> usize {
     v
 }
 
-/// Greedy graph growing: the left side grows from `seed`, each time by the vertex that
-/// increases the cut least (closest to the seed on ties), up to `left_weight`.
-fn grow(g: &Csr, seed: usize, left_weight: u64) -> Vec<u8> {
+/// Greedy graph growing: the left side grows from `seeds`, each time by the vertex that
+/// increases the cut least (closest to a seed on ties), up to `left_weight`.
+fn grow(g: &Csr, seeds: &[usize], left_weight: u64) -> Vec<u8> {
     let n = g.order();
-    let (dist, bfs_order) = bfs(g, seed);
+    let (dist, bfs_order) = bfs_from(g, seeds);
     let mut fallback: Vec<u32> = bfs_order;
     fallback.extend((0..n as u32).filter(|&v| dist[v as usize] == u32::MAX));
     let mut cursor = 0;
@@ -443,9 +499,9 @@ fn grow(g: &Csr, seed: usize, left_weight: u64) -> Vec<u8> {
     let weighted_degree: Vec<f64> = (0..n).map(|v| g.neighbors(v).map(|e| e.1).sum()).collect();
     let mut heap: BinaryHeap<(Key, Reverse<u32>, Reverse<u32>)> = BinaryHeap::new();
     let mut weight = 0u64;
-    let mut next = Some(seed);
+    let mut pending: Vec<usize> = seeds.iter().rev().copied().collect();
     while weight < left_weight {
-        let v = match next.take() {
+        let v = match pending.pop() {
             Some(v) => v,
             None => {
                 let mut found = None;
@@ -700,6 +756,35 @@ mod tests {
             crossing <= 2 * 16 * 3 + 16,
             "{crossing} edges between nodes"
         );
+    }
+
+    /// Vertices of `g` on the left side against those on the right: edges cut.
+    fn edges_cut(g: &SymGraph, side: &[u8]) -> usize {
+        (0..g.order())
+            .flat_map(|v| g.neighbors(v).map(move |(u, _)| (v, u)))
+            .filter(|&(v, u)| u > v && side[u] != side[v])
+            .count()
+    }
+
+    #[test]
+    fn meshes_are_bisected_straight_across() {
+        use crate::treematch::patterns::{stencil_2d, stencil_3d};
+        // n, the mesh, and its least balanced cut: across the longest side.
+        let cases = [
+            (128, stencil_2d(128), 8),  // 16 x 8
+            (256, stencil_2d(256), 16), // 16 x 16
+            (1024, stencil_2d(1024), 32),
+            (4096, stencil_2d(4096), 64),
+            (512, stencil_3d(512), 64), // 8 x 8 x 8
+        ];
+        for (n, matrix, least) in cases {
+            let g = matrix.symmetric();
+            let vertices: Vec<u32> = (0..n as u32).collect();
+            let mut local = vec![NONE; n];
+            let side = multilevel_bisection(Csr::induced(&g, &vertices, &mut local), n as u64 / 2);
+            assert_eq!(side.iter().filter(|&&s| s == 0).count(), n / 2);
+            assert_eq!(edges_cut(&g, &side), least, "{n} ranks");
+        }
     }
 
     #[test]

@@ -193,6 +193,66 @@ fn stencil_triples(dims: &[usize]) -> Vec<(usize, usize, f64)> {
     triples
 }
 
+/// A tiled placement of the row-major grid `dims` (1 to 3 dimensions): recursive
+/// coordinate bisection, halving the ranks along the grid's longest extent (the first
+/// such dimension on ties) down to groups of at most `tile` ranks, leaves numbered in
+/// that order. On 2 × 8-core nodes with `tile` = 8 it gives the 2 × 4 package and 4 × 4
+/// node tiles of a 2D stencil: the known good placement that mappers are compared with.
+///
+/// ```
+/// use rankmig::treematch::patterns::stencil_tiling;
+/// // 4 x 4 grid in tiles of 4: the four 2 x 2 quadrants.
+/// let leaf = stencil_tiling(&[4, 4], 4);
+/// assert_eq!(&leaf[..4], &[0, 1, 4, 5]); // first row
+/// assert_eq!(leaf[5] / 4, leaf[0] / 4); // (1,1) shares the tile of (0,0)
+/// assert_ne!(leaf[2] / 4, leaf[0] / 4);
+/// ```
+pub fn stencil_tiling(dims: &[usize], tile: usize) -> Vec<usize> {
+    let n: usize = dims.iter().product();
+    let mut ranks: Vec<usize> = (0..n).collect();
+    let mut leaf_of_rank = vec![0; n];
+    bisect_coordinates(&mut ranks, dims, tile.max(1), 0, &mut leaf_of_rank);
+    leaf_of_rank
+}
+
+/// Coordinates of `rank` in the row-major grid `dims`.
+fn grid_coordinates(rank: usize, dims: &[usize]) -> [usize; 3] {
+    let mut coordinates = [0; 3];
+    let mut rest = rank;
+    for (k, &d) in dims.iter().enumerate().rev().filter(|(k, _)| *k < 3) {
+        coordinates[k] = rest % d.max(1);
+        rest /= d.max(1);
+    }
+    coordinates
+}
+
+fn bisect_coordinates(
+    ranks: &mut [usize],
+    dims: &[usize],
+    tile: usize,
+    first_leaf: usize,
+    leaf_of_rank: &mut [usize],
+) {
+    if ranks.len() <= tile {
+        for (k, &r) in ranks.iter().enumerate() {
+            leaf_of_rank[r] = first_leaf + k;
+        }
+        return;
+    }
+    let extent = |k: usize| {
+        let values = ranks.iter().map(|&r| grid_coordinates(r, dims)[k]);
+        values.clone().max().unwrap_or(0) - values.min().unwrap_or(0)
+    };
+    let axis = (0..dims.len().min(3))
+        .max_by_key(|&k| (extent(k), usize::MAX - k))
+        .unwrap_or(0);
+    ranks.sort_by_key(|&r| (grid_coordinates(r, dims)[axis], r));
+    let half = ranks.len() / 2;
+    let (low, high) = ranks.split_at_mut(half);
+    bisect_coordinates(low, dims, tile, first_leaf, leaf_of_rank);
+    bisect_coordinates(high, dims, tile, first_leaf + half, leaf_of_rank);
+}
+
 /// 5-point stencil (halo exchange) on the near-square grid [`dims_2d`]`(n)`, **not
 /// periodic**: every rank sends [`FACE_BYTES`] to each of its up to 4 grid neighbours.
 /// Rank `r` sits at `(r / d1, r % d1)`. Symmetric.
