@@ -13,6 +13,8 @@
 # ANCHOR_THREADS: threads of TreeMatch (tm_set_max_nb_threads) and Scotch (a context
 #   of that many threads); 1 by default, as rankmig's mapper is single-threaded;
 #   0 = each library's default (TreeMatch: one per core; Scotch: no context).
+# SCOTCH_STRATEGY: `default` (Scotch's default mapping strategy, the default here) or
+#   `strict` (a strategy built with no load imbalance allowed; see scotch_driver.c).
 # CASES: space-separated PATTERN:N (rankmig::treematch::patterns, seed 2024) or matrix
 #   files (any format rankmig reads).
 # OUT: where matrices, mappings, the table (table.txt) and results.tsv go.
@@ -23,6 +25,7 @@ cd "$ROOT"
 HERE=scripts/anchors
 REPS="${REPS:-7}"
 THREADS="${ANCHOR_THREADS:-1}"
+SCOTCH_STRATEGY="${SCOTCH_STRATEGY:-default}"
 OUT="${OUT:-target/anchors/run}"
 BIN=target/anchors/bin
 TM_DIR=target/anchors/treematch
@@ -63,7 +66,7 @@ MAPT=target/release/examples/map_timing
 
 mkdir -p "$OUT/matrices" "$OUT/maps"
 TSV="$OUT/results.tsv"
-printf 'case\tn\tnodes\thb_rankmig\thb_tm\thb_scotch\tsc_rankmig\tsc_tm\tsc_scotch\tms_rankmig\tms_tm\tms_scotch\n' > "$TSV"
+printf 'case\tn\tnodes\thb_rankmig\thb_tm\thb_scotch\tsc_rankmig\tsc_tm\tsc_scotch\tms_rankmig\tms_tm\tms_scotch\tnotes\n' > "$TSV"
 LOAD_START="$(uptime)"
 fail=0
 
@@ -88,18 +91,22 @@ for c in $CASES; do
   echo "compare: $name (n=$n, nodes=$nodes)" >&2
 
   declare -A hb=() sc=() ms=()
+  notes=""
   for who in rankmig tm scotch; do
     map="$OUT/maps/$name.$who.map"
     err="$OUT/maps/$name.$who.stderr"
     case $who in
       rankmig) "$MAPT" "$mat" "$nodes" "$REPS" > "$map" 2> "$err" ;;
       tm) "$BIN/tm_driver" "$mat" "$nodes" "$REPS" "$THREADS" > "$map" 2> "$err" ;;
-      scotch) "$BIN/scotch_driver" "$mat" "$nodes" "$REPS" "$THREADS" > "$map" 2> "$err" ;;
+      scotch) "$BIN/scotch_driver" "$mat" "$nodes" "$REPS" "$THREADS" "$SCOTCH_STRATEGY" > "$map" 2> "$err" ;;
     esac
     if grep -v '^time_ms ' "$err" | grep -q .; then
       echo "compare: $who on $name said:" >&2; grep -v '^time_ms ' "$err" | sed 's/^/  /' >&2
     fi
     ms[$who]="$(time_of "$err")"
+    # one rank per leaf? (the evaluator counts two ranks on a leaf as siblings)
+    shared="$(tail -n +2 "$map" | awk '{ if (seen[$2]++) k++ } END { print k + 0 }')"
+    if [ "$shared" -gt 0 ]; then notes+="${notes:+,}$who:${shared}_ranks_share_a_leaf"; fi
     cost="$("$RANKMIG" cost -q -m "$mat" -t synthetic:"pack:2 core:8 pu:1" --nodes "$nodes" \
       --costs "$costs" --mapping "$map")"
     hb[$who]="$(awk '$1 == "hop-bytes" {print $2}' <<< "$cost")"
@@ -129,9 +136,9 @@ for c in $CASES; do
     fi
   done < <(python3 "$HERE/check_eval.py" "$mat" "$nodes" "$OUT/maps/$name".{rankmig,tm,scotch}.map)
 
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$n" "$nodes" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$n" "$nodes" \
     "${hb[rankmig]}" "${hb[tm]}" "${hb[scotch]}" "${sc[rankmig]}" "${sc[tm]}" "${sc[scotch]}" \
-    "${ms[rankmig]}" "${ms[tm]}" "${ms[scotch]}" >> "$TSV"
+    "${ms[rankmig]}" "${ms[tm]}" "${ms[scotch]}" "${notes:--}" >> "$TSV"
   unset hb sc ms
 done
 LOAD_END="$(uptime)"
@@ -146,7 +153,7 @@ done > "$OUT/grids.txt"
 {
   echo "# rankmig vs TreeMatch (Open MPI 4.1.4) vs Scotch $(dpkg-query -W -f='${Version}' libscotch-dev 2>/dev/null)"
   echo "# tree: ceil(n/16) nodes x 2 packages x 8 cores, costs 100,10,1 (1 node: 2 x 8, 10,1); evaluator: rankmig cost"
-  echo "# times: median of $REPS calls of the mapping alone (after one warm-up), ms; anchor threads: $THREADS"
+  echo "# times: median of $REPS calls of the mapping alone (after one warm-up), ms; anchor threads: $THREADS; Scotch strategy: $SCOTCH_STRATEGY"
   echo "# commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) cores"
   echo "# load at start: $LOAD_START"
   echo "# load at end:   $LOAD_END"
@@ -154,15 +161,15 @@ done > "$OUT/grids.txt"
   awk -F'\t' '
     function ratio(a, b, c,   m) { m = (b < c) ? b : c; if (m == 0) return (a == 0) ? "1.000" : "inf"; return sprintf("%.3f", a / m) }
     NR == 1 {
-      printf "%-22s %5s %5s | %10s %10s %10s %6s | %10s %10s %10s %6s | %9s %9s %9s %7s\n",
+      printf "%-22s %5s %5s | %10s %10s %10s %6s | %10s %10s %10s %6s | %9s %9s %9s %7s | %s\n",
         "case", "n", "nodes", "hb rankmig", "hb TM", "hb Scotch", "ratio",
-        "sc rankmig", "sc TM", "sc Scotch", "ratio", "ms rankmig", "ms TM", "ms Scotch", "t ratio"
+        "sc rankmig", "sc TM", "sc Scotch", "ratio", "ms rankmig", "ms TM", "ms Scotch", "t ratio", "notes"
       next
     }
     {
-      printf "%-22s %5d %5d | %10.4g %10.4g %10.4g %6s | %10.4g %10.4g %10.4g %6s | %9.3f %9.3f %9.3f %7s\n",
+      printf "%-22s %5d %5d | %10.4g %10.4g %10.4g %6s | %10.4g %10.4g %10.4g %6s | %9.3f %9.3f %9.3f %7s | %s\n",
         $1, $2, $3, $4, $5, $6, ratio($4, $5, $6), $7, $8, $9, ratio($7, $8, $9),
-        $10, $11, $12, ratio($10, $11, $12)
+        $10, $11, $12, ratio($10, $11, $12), $13
     }' "$TSV"
 } | tee "$OUT/table.txt"
 

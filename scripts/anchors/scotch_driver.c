@@ -1,7 +1,7 @@
 /* Scotch anchor (rankmig's own driver around libscotch 7, Debian package
  * libscotch-dev; compiled against the 64-bit-integer variant, scotch-int64).
  *
- *   scotch_driver MATRIX NODES REPS [THREADS]
+ *   scotch_driver MATRIX NODES REPS [THREADS [STRATEGY]]
  *
  * MATRIX: dense text (n lines of n numbers). The graph has an edge {i,j} of weight
  * w(i,j)+w(j,i) for every nonzero pair, scaled to integers (see scale below); no vertex
@@ -15,6 +15,10 @@
  *
  * THREADS: 0 or absent = no context (libscotch's default); T > 0 = the graph is bound
  * to a context of T threads (SCOTCH_contextThreadSpawn).
+ * STRATEGY: `default` (absent: an empty SCOTCH_Strat, Scotch's default mapping strategy,
+ * which tolerates some load imbalance: on large graphs it may put two ranks on one
+ * leaf) or `strict` (SCOTCH_stratGraphMapBuild(SCOTCH_STRATBALANCE, leaves, 0.0): no
+ * imbalance allowed).
  */
 #include <stdint.h>
 
@@ -24,14 +28,19 @@
 
 int main(int argc, char **argv)
 {
-  if (argc < 4 || argc > 5) {
-    fprintf(stderr, "usage: %s MATRIX NODES REPS [THREADS]\n", argv[0]);
+  if (argc < 4 || argc > 6) {
+    fprintf(stderr, "usage: %s MATRIX NODES REPS [THREADS [default|strict]]\n", argv[0]);
     return 2;
   }
   int nodes = anchor_parse_positive(argv[2], "NODES");
   int reps = anchor_parse_positive(argv[3], "REPS");
   int threads = 0;
-  if (argc == 5 && strcmp(argv[4], "0") != 0) threads = anchor_parse_positive(argv[4], "THREADS");
+  if (argc >= 5 && strcmp(argv[4], "0") != 0) threads = anchor_parse_positive(argv[4], "THREADS");
+  int strict = 0;
+  if (argc == 6) {
+    if (strcmp(argv[5], "strict") == 0) strict = 1;
+    else if (strcmp(argv[5], "default") != 0) anchor_die("STRATEGY: default or strict");
+  }
 
   int n;
   double **mat = anchor_read_dense(argv[1], &n);
@@ -105,6 +114,8 @@ int main(int argc, char **argv)
   if (SCOTCH_archTleaf(&arch, levels, sizetab, linktab) != 0) anchor_die("SCOTCH_archTleaf failed");
   if (SCOTCH_archSize(&arch) != leaves) anchor_die("tleaf target of the wrong size");
   if (SCOTCH_stratInit(&strat) != 0) anchor_die("SCOTCH_stratInit failed");
+  if (strict && SCOTCH_stratGraphMapBuild(&strat, SCOTCH_STRATBALANCE, (SCOTCH_Num)leaves, 0.0) != 0)
+    anchor_die("SCOTCH_stratGraphMapBuild failed");
   if (threads) {
     if (SCOTCH_contextInit(&context) != 0) anchor_die("SCOTCH_contextInit failed");
     if (SCOTCH_contextThreadSpawn(&context, threads, NULL) != 0) anchor_die("SCOTCH_contextThreadSpawn failed");
