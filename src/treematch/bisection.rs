@@ -26,6 +26,9 @@ const COARSEST: usize = 32;
 const SEEDS: usize = 2;
 /// FM passes on the finest and the coarsest graphs.
 const FM_PASSES: usize = 2;
+/// Least distance between a graph's two far corners for growing from them (a 4 x 4
+/// mesh has 6).
+const MIN_CORNER_DISTANCE: u64 = 4;
 /// FM passes on the intermediate graphs.
 const COARSE_FM_PASSES: usize = 1;
 
@@ -309,10 +312,13 @@ impl Csr {
 /// straight cuts that tile stencils.
 fn multilevel_bisection(fine: Csr, left_weight: u64) -> Vec<u8> {
     let mut best = multilevel(&fine, left_weight);
+    if fine.order() <= COARSEST {
+        // Not coarsened: the multilevel pass already grew from the corners.
+        return best;
+    }
     let mut best_cut = cut(&fine, &best);
     for seeds in corner_seeds(&fine) {
         let mut side = grow(&fine, &seeds, left_weight);
-        fm_refine(&fine, &mut side, left_weight, 0, FM_PASSES);
         force_balance(&fine, &mut side, left_weight);
         let c = cut(&fine, &side);
         if c < best_cut - 1e-9 * (1.0 + best_cut.abs()) {
@@ -376,6 +382,9 @@ fn initial_bisection(g: &Csr, left_weight: u64) -> Vec<u8> {
     let tolerance = max_vertex_weight(g);
     let mut best: Option<(u64, f64, Vec<u8>)> = None;
     let mut seed_sets = corner_seeds(g);
+    if seed_sets.is_empty() && n > 0 {
+        seed_sets.push(vec![pseudo_peripheral(g, 0)]);
+    }
     for k in 1..SEEDS.min(n) {
         let s = k * n / SEEDS;
         if seed_sets.iter().all(|set| !set.contains(&s)) {
@@ -401,6 +410,11 @@ fn initial_bisection(g: &Csr, left_weight: u64) -> Vec<u8> {
 /// smaller distance to `a` and `b` is largest (the larger one least on ties, then the
 /// lowest number). On a square mesh `c` is a corner next to `a`, and growing from both
 /// fills the half along their side; on a long rectangle growing from `a` alone does.
+///
+/// A graph whose far corners are closer than [`MIN_CORNER_DISTANCE`], or than the cube
+/// root of its order, has no corners worth growing from: dense, clustered or random
+/// traffic, whose diameter grows like a logarithm (a 2D mesh of n vertices spans about
+/// 2√n, a 3D one 3∛n). No seeds then.
 fn corner_seeds(g: &Csr) -> Vec<Vec<usize>> {
     if g.order() == 0 {
         return Vec::new();
@@ -408,6 +422,10 @@ fn corner_seeds(g: &Csr) -> Vec<Vec<usize>> {
     let a = pseudo_peripheral(g, 0);
     let (from_a, order) = bfs(g, a);
     let b = order.last().map_or(a, |&x| x as usize);
+    let span = u64::from(from_a[b]);
+    if span < MIN_CORNER_DISTANCE || span.pow(3) < g.order() as u64 {
+        return Vec::new();
+    }
     let (from_b, _) = bfs(g, b);
     let third = (0..g.order())
         .filter(|&v| v != a && v != b && from_a[v] != u32::MAX && from_b[v] != u32::MAX)
