@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::reader::{self, LineFormat, Next, scan_field, skip_spaces};
-use super::{CommMatrix, MAX_RANKS, MatrixError};
+use super::{CommMatrix, MAX_RANKS, MatrixError, huge_pages};
 
 /// Parses the dense format from text. Blank lines and `#` comments are ignored, CRLF is
 /// accepted.
@@ -34,6 +34,8 @@ struct Rows {
     values: Vec<f64>,
     /// Line of the first row, for the row-count error.
     first_line: usize,
+    /// Length of the whole input (0 = unknown).
+    input_bytes: u64,
 }
 
 impl LineFormat for Rows {
@@ -45,7 +47,12 @@ impl LineFormat for Rows {
             columns: Vec::new(),
             values: Vec::new(),
             first_line: 0,
+            input_bytes: 0,
         }
+    }
+
+    fn input_length(&mut self, bytes: u64) {
+        self.input_bytes = bytes;
     }
 
     /// Adds one data line as the next row.
@@ -79,13 +86,10 @@ impl LineFormat for Rows {
                 rows,
             });
         }
-        CommMatrix::from_sorted_rows(
-            order,
-            self.row_start,
-            self.columns,
-            self.values,
-            &self.origin,
-        )
+        let (mut columns, mut values) = (self.columns, self.values);
+        huge_pages::trim(&mut columns);
+        huge_pages::trim(&mut values);
+        CommMatrix::from_sorted_rows(order, self.row_start, columns, values, &self.origin)
     }
 }
 
@@ -133,11 +137,23 @@ impl Rows {
 
     /// Closes the row of `columns` values read from line `line`: the first row sets the
     /// order, every other must match it.
+    /// Reserves room for every nonzero an `order`-rank text of the input's length can
+    /// hold: at most `order × (order − 1)`, and at most one per two bytes (a digit and
+    /// a separator).
+    fn reserve_for(&mut self, order: usize) {
+        let by_order = order.saturating_mul(order.saturating_sub(1));
+        let by_length = usize::try_from(self.input_bytes / 2).unwrap_or(usize::MAX);
+        let bound = by_order.min(by_length);
+        huge_pages::reserve(&mut self.columns, bound);
+        huge_pages::reserve(&mut self.values, bound);
+    }
+
     fn end_row(&mut self, line: usize, columns: usize) -> Result<Next, MatrixError> {
         match self.order {
             None => {
                 self.order = Some(columns);
                 self.first_line = line;
+                self.reserve_for(columns);
             }
             Some(order) if order != columns => {
                 return Err(MatrixError::NotSquare {

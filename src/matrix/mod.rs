@@ -17,6 +17,7 @@ mod dense;
 mod detect;
 mod edges;
 mod graph;
+mod huge_pages;
 mod prof;
 mod reader;
 

@@ -36,6 +36,9 @@ pub(super) enum Next {
 pub(super) trait LineFormat: Sized {
     /// A reader for the input named `origin` (in error messages).
     fn start(origin: String) -> Self;
+    /// The length in bytes of the whole input, when known, before its first line: a
+    /// bound on how many entries can come.
+    fn input_length(&mut self, _bytes: u64) {}
     /// Takes one data line (numbered from 1, comment removed).
     fn line(&mut self, line: usize, data: &[u8]) -> Result<Next, MatrixError>;
     /// The matrix, once every line was taken.
@@ -48,6 +51,7 @@ pub(super) fn parse_text<F: LineFormat>(
     origin: &str,
 ) -> Result<CommMatrix, MatrixError> {
     let mut format = F::start(origin.to_owned());
+    format.input_length(text.len() as u64);
     for_each_line_of(text.as_bytes(), |n, data| format.line(n, data))?;
     format.finish()
 }
@@ -55,6 +59,9 @@ pub(super) fn parse_text<F: LineFormat>(
 /// Reads the file `path` in format `F`, chunk by chunk.
 pub(super) fn load_file<F: LineFormat>(path: &Path) -> Result<CommMatrix, MatrixError> {
     let mut format = F::start(path.display().to_string());
+    if let Ok(meta) = std::fs::metadata(path) {
+        format.input_length(meta.len());
+    }
     for_each_line(path, |n, data| format.line(n, data))?;
     format.finish()
 }
