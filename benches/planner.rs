@@ -4,6 +4,9 @@
 //!   each step planned from the placement the previous steps produced.
 //! - `large/4096x256/lose-K`: 4096 ranks on 256 nodes of 16 cores running a 2D stencil,
 //!   K nodes lost at once.
+//! - `huge-node/16384-cores/<step2>`: 16 384 stencil ranks on one node of 16 384 cores
+//!   (16 packages x 16 L3 x 64 cores) that shrinks to 8 192, a second such node added:
+//!   10 922 ranks move. The peak resident set of the process is printed after it.
 
 use std::path::PathBuf;
 
@@ -97,5 +100,42 @@ fn large(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, scenario, large);
+/// Peak resident set size of this process (`VmHWM`), in MiB.
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn huge_node(c: &mut Criterion) {
+    let tree = Tree::from_arities(&[16, 16, 64]).expect("16x16x64 tree");
+    let n = 16_384;
+    let g = Pattern::Stencil2d.generate(n, 1).symmetric();
+    let placement = Placement::new(
+        (0..n)
+            .map(|r| Location {
+                node: "n1".into(),
+                core: r,
+            })
+            .collect(),
+    );
+    let av = Availability::parse("n1 8192\nn2 16384\n", "bench", AvailabilityFormat::Native)
+        .expect("av");
+    let mut group = c.benchmark_group("huge-node");
+    group.sample_size(10);
+    for step2 in [Step2::Paper, Step2::Residents] {
+        let options = PlanOptions { step2 };
+        let id = BenchmarkId::new("16384-cores", format!("{step2:?}"));
+        group.bench_function(id, |b| {
+            b.iter(|| plan(&av, &placement, &g, &tree, &options).expect("plan"))
+        });
+    }
+    group.finish();
+    if let Some(mib) = peak_rss_mib() {
+        println!("huge-node: peak RSS of the bench process {mib:.0} MiB");
+    }
+}
+
+criterion_group!(benches, scenario, large, huge_node);
 criterion_main!(benches);

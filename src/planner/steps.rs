@@ -1,6 +1,6 @@
 //! The two steps: who leaves, where they land.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::availability::Availability;
 use crate::matrix::SymGraph;
@@ -268,13 +268,24 @@ fn refine_with_residents(
             .map(|(x, w)| w * hops.between(at, where_is[x]))
             .sum()
     };
+    let nearby = (leavers.len().saturating_mul(slots.len()) > EXHAUSTIVE_PAIRS)
+        .then(|| SlotsNearby::new(trees, &names, &slot_pos));
+    let mut candidates: Vec<usize> = Vec::new();
     for _ in 0..PASSES {
         let mut improved = false;
         for k in 0..leavers.len() {
             let u = leavers[k];
             let a = landing[k];
             let mut best: Option<(f64, usize)> = None;
-            for b in 0..slots.len() {
+            candidates.clear();
+            match &nearby {
+                None => candidates.extend(0..slots.len()),
+                Some(nearby) => nearby.around(
+                    graph.neighbors(u).map(|(x, _)| where_is[x]),
+                    &mut candidates,
+                ),
+            }
+            for &b in &candidates {
                 if b == a || slot_pos[b] == slot_pos[a] {
                     continue;
                 }
@@ -310,6 +321,69 @@ fn refine_with_residents(
 
 /// A location as (node number, core), for the refinement's inner loop.
 type Position = (u32, u32);
+
+/// Largest leavers × slots product for which the residents refinement tries every slot
+/// for every leaver (4 million pairs: well under a second per pass). Beyond, a leaver
+/// tries only the slots near its neighbours ([`SlotsNearby`]), so that planning on a
+/// 16 384-core node stays linear in the cores instead of quadratic.
+const EXHAUSTIVE_PAIRS: usize = 4_000_000;
+
+/// The target slots grouped by the smallest subtree around their core (the core's
+/// parent in its node tree: the cores of one L2, package, ...).
+struct SlotsNearby {
+    /// (node number, parent vertex) → slot indices.
+    by_group: HashMap<Position, Vec<usize>>,
+    /// Per node number: the parent vertex of each core.
+    parent_of_core: Vec<Vec<u32>>,
+}
+
+impl SlotsNearby {
+    fn new(trees: &NodeTrees<'_>, names: &[String], slot_pos: &[Position]) -> Self {
+        let parent_of_core: Vec<Vec<u32>> = names
+            .iter()
+            .map(|name| {
+                let tree = trees.of(name);
+                let depth = tree.depth();
+                (0..tree.leaf_count())
+                    .map(|core| {
+                        if depth == 0 {
+                            0
+                        } else {
+                            tree.parent(depth, core) as u32
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut by_group: HashMap<Position, Vec<usize>> = HashMap::new();
+        for (slot, &(node, core)) in slot_pos.iter().enumerate() {
+            let group = parent_of_core[node as usize][core as usize];
+            by_group.entry((node, group)).or_default().push(slot);
+        }
+        Self {
+            by_group,
+            parent_of_core,
+        }
+    }
+
+    /// Appends to `out` the slots under the parents of the cores at `positions`, each
+    /// once.
+    fn around(&self, positions: impl Iterator<Item = Position>, out: &mut Vec<usize>) {
+        let mut groups: Vec<Position> = positions
+            .filter_map(|(node, core)| {
+                let parent = self.parent_of_core.get(node as usize)?.get(core as usize)?;
+                Some((node, *parent))
+            })
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        for group in groups {
+            if let Some(slots) = self.by_group.get(&group) {
+                out.extend_from_slice(slots);
+            }
+        }
+    }
+}
 
 /// Largest node tree whose core-to-core distances are precomputed (a table of
 /// `cores²` values: 8 MiB at this size); larger nodes ask the tree each time, so
