@@ -81,11 +81,19 @@ pub fn brute_force(graph: &SymGraph, tree: &Tree) -> Vec<usize> {
     best
 }
 
+/// Largest tree (in leaves) on which swap refinement tries every leaf for every rank;
+/// larger trees try the leaves next to the rank's heaviest neighbours only.
+const ALL_LEAVES_MAX: usize = 64;
+
 /// Swaps ranks between leaves (or moves a rank to a free leaf) while that lowers the
 /// hop-bytes. Candidate leaves for a rank are the leaves next to its heaviest
 /// neighbours; on small trees every leaf is tried. The work is bounded for dense
 /// matrices.
 pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], passes: usize) {
+    if tree.leaf_count() <= ALL_LEAVES_MAX {
+        swap_refine_all_leaves(graph, tree, leaf_of_rank, passes);
+        return;
+    }
     let n = graph.order();
     let leaves = tree.leaf_count();
     let dist = Distances::new(tree);
@@ -93,7 +101,6 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
     for (r, &l) in leaf_of_rank.iter().enumerate() {
         occupant[l] = r as u32;
     }
-    let try_all = leaves <= 64;
     let leaf_parent = tree.depth().checked_sub(1);
     let mut budget = work_budget(graph, 16);
     let mut candidates: Vec<usize> = Vec::new();
@@ -104,9 +111,7 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
                 continue;
             }
             candidates.clear();
-            if try_all {
-                candidates.extend(0..leaves);
-            } else if let Some(pl) = leaf_parent {
+            if let Some(pl) = leaf_parent {
                 heavy_neighbor_leaves(graph, tree, u, leaf_of_rank, pl, &mut candidates);
             }
             let a = leaf_of_rank[u];
@@ -137,6 +142,178 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
         }
         if !improved {
             break;
+        }
+    }
+}
+
+/// [`swap_refine`] on small trees: every leaf is a candidate for every rank. The swap
+/// gains come from a [`LeafCosts`] table in constant time each instead of a walk over
+/// both ranks' edges; the work budget is still counted in the edge visits those walks
+/// would make, so the descent stops where the walking one stopped. A chosen swap is
+/// checked against the exact walk before it is made (the table drifts by rounding).
+fn swap_refine_all_leaves(
+    graph: &SymGraph,
+    tree: &Tree,
+    leaf_of_rank: &mut [usize],
+    passes: usize,
+) {
+    let n = graph.order();
+    let leaves = tree.leaf_count();
+    let dist = Distances::new(tree);
+    let mut occupant = vec![EMPTY; leaves];
+    for (r, &l) in leaf_of_rank.iter().enumerate() {
+        occupant[l] = r as u32;
+    }
+    let mut table = LeafCosts::new(graph, tree, leaf_of_rank);
+    let mut budget = work_budget(graph, 16);
+    for _ in 0..passes {
+        let mut improved = false;
+        for u in 0..n {
+            let degree_u = graph.degree(u);
+            if degree_u == 0 {
+                continue;
+            }
+            let a = leaf_of_rank[u];
+            let mut best: Option<(f64, usize)> = None;
+            for (b, &v) in occupant.iter().enumerate() {
+                if b == a {
+                    continue;
+                }
+                let degree_v = if v == EMPTY {
+                    0
+                } else {
+                    graph.degree(v as usize)
+                };
+                budget = budget.saturating_sub(degree_u + degree_v);
+                let delta = table.swap_delta(u, a, b, v);
+                if delta < -1e-9 && best.is_none_or(|(d, _)| delta < d) {
+                    best = Some((delta, b));
+                }
+            }
+            if let Some((_, b)) = best {
+                let v = occupant[b];
+                if swap_delta(graph, &dist, leaf_of_rank, u, a, b, v) < -1e-9 {
+                    apply_swap(leaf_of_rank, &mut occupant, a, b);
+                    table.swapped(u, v, a, b);
+                    improved = true;
+                }
+            }
+            if budget == 0 {
+                return;
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+}
+
+/// For every rank r and leaf l, the hop-bytes of r's edges if r sat on l (the others
+/// staying where they are): `cost[r][l]`, with the dense weights and leaf distances it
+/// is updated from. Small trees and rank counts only (n² + n × leaves + leaves² floats).
+struct LeafCosts {
+    n: usize,
+    leaves: usize,
+    /// `weight[u * n + v]`, 0 without an edge.
+    weight: Vec<f64>,
+    /// `hops[a * leaves + b]`.
+    hops: Vec<f64>,
+    /// `cost[r * leaves + l]`.
+    cost: Vec<f64>,
+}
+
+impl LeafCosts {
+    /// The table of the mapping `leaf_of_rank`. A rank's costs come from its weight
+    /// towards every tree vertex (an edge to leaf x adds 2 hops per level where the
+    /// ancestors of l and x differ), O(n × (degree + leaves) × depth) in all.
+    fn new(graph: &SymGraph, tree: &Tree, leaf_of_rank: &[usize]) -> Self {
+        let n = graph.order();
+        let leaves = tree.leaf_count();
+        let depth = tree.depth();
+        let ancestors = tree.ancestor_table();
+        let mut weight = vec![0.0f64; n * n];
+        for u in 0..n {
+            for (x, w) in graph.neighbors(u) {
+                weight[u * n + x] = w;
+            }
+        }
+        let mut hops = vec![0.0f64; leaves * leaves];
+        for a in 0..leaves {
+            for b in 0..leaves {
+                let differ = (1..=depth)
+                    .filter(|&level| ancestors[level][a] != ancestors[level][b])
+                    .count();
+                hops[a * leaves + b] = (2 * differ) as f64;
+            }
+        }
+        // Weight of one rank towards each vertex of levels 1..=depth, levels end to end.
+        let mut first = vec![0usize; depth + 2];
+        for level in 1..=depth {
+            first[level + 1] = first[level] + tree.width(level);
+        }
+        let mut towards = vec![0.0f64; first[depth + 1]];
+        let mut cost = vec![0.0f64; n * leaves];
+        for u in 0..n {
+            towards.fill(0.0);
+            let mut total = 0.0;
+            for (x, w) in graph.neighbors(u) {
+                let lx = leaf_of_rank[x];
+                total += w;
+                for level in 1..=depth {
+                    towards[first[level] + ancestors[level][lx] as usize] += w;
+                }
+            }
+            for (l, c) in cost[u * leaves..(u + 1) * leaves].iter_mut().enumerate() {
+                let mut apart = 0.0;
+                for level in 1..=depth {
+                    apart += total - towards[first[level] + ancestors[level][l] as usize];
+                }
+                *c = 2.0 * apart;
+            }
+        }
+        Self {
+            n,
+            leaves,
+            weight,
+            hops,
+            cost,
+        }
+    }
+
+    /// Change of hop-bytes when `u` moves from leaf `a` to leaf `b` and the occupant `v`
+    /// of `b` (or nobody) moves to `a`.
+    #[inline]
+    fn swap_delta(&self, u: usize, a: usize, b: usize, v: u32) -> f64 {
+        let row = |r: usize| &self.cost[r * self.leaves..(r + 1) * self.leaves];
+        let cu = row(u);
+        let mut delta = cu[b] - cu[a];
+        if v != EMPTY {
+            let v = v as usize;
+            let cv = row(v);
+            delta +=
+                cv[a] - cv[b] + 2.0 * self.weight[u * self.n + v] * self.hops[a * self.leaves + b];
+        }
+        delta
+    }
+
+    /// Follows the swap of `u` (leaf `a` to `b`) and `v` (`b` to `a`, or nobody).
+    fn swapped(&mut self, u: usize, v: u32, a: usize, b: usize) {
+        let (n, leaves) = (self.n, self.leaves);
+        for x in 0..n {
+            let wu = self.weight[x * n + u];
+            let wv = if v == EMPTY {
+                0.0
+            } else {
+                self.weight[x * n + v as usize]
+            };
+            let diff = wu - wv;
+            if diff == 0.0 {
+                continue;
+            }
+            let row = &mut self.cost[x * leaves..(x + 1) * leaves];
+            for (l, c) in row.iter_mut().enumerate() {
+                *c += diff * (self.hops[l * leaves + b] - self.hops[l * leaves + a]);
+            }
         }
     }
 }
