@@ -515,7 +515,10 @@ fn grow(g: &Csr, seeds: &[usize], left_weight: u64) -> Vec<u8> {
     let mut side = vec![1u8; n];
     let mut towards = vec![0.0f64; n];
     let weighted_degree: Vec<f64> = (0..n).map(|v| g.neighbors(v).map(|e| e.1).sum()).collect();
+    let scan = n <= SCAN_MAX;
     let mut heap: BinaryHeap<(Key, Reverse<u32>, Reverse<u32>)> = BinaryHeap::new();
+    // Scan mode: vertices with an edge to the left side (the heap's entries).
+    let mut touched = vec![false; if scan { n } else { 0 }];
     let mut weight = 0u64;
     let mut pending: Vec<usize> = seeds.iter().rev().copied().collect();
     while weight < left_weight {
@@ -523,11 +526,29 @@ fn grow(g: &Csr, seeds: &[usize], left_weight: u64) -> Vec<u8> {
             Some(v) => v,
             None => {
                 let mut found = None;
-                while let Some((Key(gain), _, Reverse(v))) = heap.pop() {
-                    let v = v as usize;
-                    if side[v] == 1 && gain == 2.0 * towards[v] - weighted_degree[v] {
-                        found = Some(v);
-                        break;
+                if scan {
+                    // The heap's order: largest gain, then nearest, then lowest number.
+                    let mut best: Option<(f64, u32, usize)> = None;
+                    for u in 0..n {
+                        if !touched[u] || side[u] != 1 {
+                            continue;
+                        }
+                        let gain = 2.0 * towards[u] - weighted_degree[u];
+                        let better = best.is_none_or(|(bg, bd, _)| {
+                            gain.total_cmp(&bg).then(bd.cmp(&dist[u])) == Ordering::Greater
+                        });
+                        if better {
+                            best = Some((gain, dist[u], u));
+                        }
+                    }
+                    found = best.map(|b| b.2);
+                } else {
+                    while let Some((Key(gain), _, Reverse(v))) = heap.pop() {
+                        let v = v as usize;
+                        if side[v] == 1 && gain == 2.0 * towards[v] - weighted_degree[v] {
+                            found = Some(v);
+                            break;
+                        }
                     }
                 }
                 match found {
@@ -554,8 +575,12 @@ fn grow(g: &Csr, seeds: &[usize], left_weight: u64) -> Vec<u8> {
         for (u, w) in g.neighbors(v) {
             if side[u] == 1 {
                 towards[u] += w;
-                let gain = 2.0 * towards[u] - weighted_degree[u];
-                heap.push((Key(gain), Reverse(dist[u]), Reverse(u as u32)));
+                if scan {
+                    touched[u] = true;
+                } else {
+                    let gain = 2.0 * towards[u] - weighted_degree[u];
+                    heap.push((Key(gain), Reverse(dist[u]), Reverse(u as u32)));
+                }
             }
         }
     }
@@ -580,10 +605,10 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
     let mut locked = vec![false; n];
     let mut moves: Vec<u32> = Vec::new();
     let stall_limit = (n / 16).clamp(16, 64);
+    let mut queue = GainQueue::new(n);
     for _ in 0..passes {
         let mut left = left_weight_of(g, side);
-        let mut heaps: [BinaryHeap<(Key, Reverse<u32>)>; 2] =
-            [BinaryHeap::new(), BinaryHeap::new()];
+        queue.clear();
         for v in 0..n {
             let mut gv = 0.0;
             let mut boundary = false;
@@ -598,7 +623,7 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
             gain[v] = gv;
             locked[v] = false;
             if boundary || left.abs_diff(target) > tolerance {
-                heaps[side[v] as usize].push((Key(gv), Reverse(v as u32)));
+                queue.push(side[v], gv, v);
             }
         }
         moves.clear();
@@ -607,17 +632,7 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
         let (mut best_violation, mut best_change, mut best_len) = (off(left), 0.0f64, 0usize);
         let mut stall = 0;
         loop {
-            let mut tops: [Option<(f64, usize)>; 2] = [None, None];
-            for s in 0..2 {
-                while let Some(&(Key(gv), Reverse(v))) = heaps[s].peek() {
-                    let v = v as usize;
-                    if !locked[v] && side[v] as usize == s && gain[v] == gv {
-                        tops[s] = Some((gv, v));
-                        break;
-                    }
-                    heaps[s].pop();
-                }
-            }
+            let tops = queue.tops(&gain, side, &locked);
             let now_off = left.abs_diff(target);
             let after = |s: usize, v: usize| {
                 if s == 0 {
@@ -640,7 +655,7 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
                 }
             }
             let Some((gv, v, s)) = choice else { break };
-            heaps[s].pop();
+            queue.pop(s, v);
             left = after(s, v);
             side[v] = 1 - side[v];
             locked[v] = true;
@@ -656,7 +671,7 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
                 } else {
                     gain[u] += 2.0 * w;
                 }
-                heaps[side[u] as usize].push((Key(gain[u]), Reverse(u as u32)));
+                queue.push(side[u], gain[u], u);
             }
             let violation_now = off(left);
             let better = violation_now < best_violation
@@ -680,6 +695,90 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
         }
         if best_len == 0 {
             break;
+        }
+    }
+}
+
+/// Largest graph (in vertices) whose move candidates are found by a scan over every
+/// vertex instead of heaps: on small graphs, often dense, a scan of a few dozen flags
+/// costs less than the heap pushes of every gain update.
+const SCAN_MAX: usize = 128;
+
+/// The FM move candidates of both sides: the vertex of largest gain (lowest number on
+/// ties) among the queued vertices of a side that are not locked. A vertex is queued
+/// from its first push on; its current gain counts.
+enum GainQueue {
+    /// Lazy heaps, one per side: every gain update pushes an entry and stale entries
+    /// (locked vertex, gain since changed) are dropped when they surface.
+    Heaps([BinaryHeap<(Key, Reverse<u32>)>; 2]),
+    /// One flag per vertex; the best is found by scanning (graphs of at most
+    /// [`SCAN_MAX`] vertices).
+    Scan(Vec<bool>),
+}
+
+impl GainQueue {
+    fn new(n: usize) -> Self {
+        if n <= SCAN_MAX {
+            GainQueue::Scan(vec![false; n])
+        } else {
+            GainQueue::Heaps([BinaryHeap::new(), BinaryHeap::new()])
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            GainQueue::Heaps(heaps) => heaps.iter_mut().for_each(BinaryHeap::clear),
+            GainQueue::Scan(queued) => queued.fill(false),
+        }
+    }
+
+    /// Queues `v` (on side `s`) with its new gain `gv`.
+    #[inline]
+    fn push(&mut self, s: u8, gv: f64, v: usize) {
+        match self {
+            GainQueue::Heaps(heaps) => heaps[s as usize].push((Key(gv), Reverse(v as u32))),
+            GainQueue::Scan(queued) => queued[v] = true,
+        }
+    }
+
+    /// The best candidate (gain, vertex) of each side.
+    fn tops(&mut self, gain: &[f64], side: &[u8], locked: &[bool]) -> [Option<(f64, usize)>; 2] {
+        let mut tops: [Option<(f64, usize)>; 2] = [None, None];
+        match self {
+            GainQueue::Heaps(heaps) => {
+                for (s, heap) in heaps.iter_mut().enumerate() {
+                    while let Some(&(Key(gv), Reverse(v))) = heap.peek() {
+                        let v = v as usize;
+                        if !locked[v] && side[v] as usize == s && gain[v] == gv {
+                            tops[s] = Some((gv, v));
+                            break;
+                        }
+                        heap.pop();
+                    }
+                }
+            }
+            GainQueue::Scan(queued) => {
+                for (v, &q) in queued.iter().enumerate() {
+                    if !q || locked[v] {
+                        continue;
+                    }
+                    let top = &mut tops[side[v] as usize];
+                    if top.is_none_or(|(gt, _)| gain[v].total_cmp(&gt) == Ordering::Greater) {
+                        *top = Some((gain[v], v));
+                    }
+                }
+            }
+        }
+        tops
+    }
+
+    /// Takes `v`, the top of side `s`, out.
+    fn pop(&mut self, s: usize, v: usize) {
+        match self {
+            GainQueue::Heaps(heaps) => {
+                heaps[s].pop();
+            }
+            GainQueue::Scan(queued) => queued[v] = false,
         }
     }
 }
