@@ -169,6 +169,46 @@ pub fn hop_bytes(graph: &SymGraph, tree: &Tree, leaf_of_rank: &[usize]) -> f64 {
     .hop_bytes
 }
 
+/// [`hop_bytes`] of several mappings on one tree: the ancestor table is built once and
+/// the sum is the same, term for term and in the same order.
+pub(crate) struct HopBytes {
+    depth: usize,
+    /// `ancestors[level][leaf]`.
+    ancestors: Vec<Vec<u32>>,
+}
+
+impl HopBytes {
+    /// The evaluator of mappings on `tree`.
+    pub(crate) fn new(tree: &Tree) -> Self {
+        Self {
+            depth: tree.depth(),
+            ancestors: tree.ancestor_table(),
+        }
+    }
+
+    /// Hop-bytes of `leaf_of_rank`, as [`hop_bytes`] computes them.
+    pub(crate) fn of(&self, graph: &SymGraph, leaf_of_rank: &[usize]) -> f64 {
+        let depth = self.depth;
+        let mut total = 0.0;
+        for (i, &li) in leaf_of_rank.iter().enumerate() {
+            for (j, w) in graph.neighbors(i) {
+                if j <= i {
+                    continue;
+                }
+                let lj = leaf_of_rank[j];
+                let mut level = depth;
+                while self.ancestors[level][li] != self.ancestors[level][lj] {
+                    level -= 1;
+                }
+                // Stacked ranks (same leaf) climb one level, as siblings would.
+                let climbed = (depth - level).max(1.min(depth));
+                total += w * (2 * climbed) as f64;
+            }
+        }
+        total
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

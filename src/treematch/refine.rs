@@ -147,7 +147,7 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
 }
 
 /// [`swap_refine`] on small trees: every leaf is a candidate for every rank. The swap
-/// gains come from a [`LeafCosts`] table in constant time each instead of a walk over
+/// gains come from a [`VertexWeights`] table in O(depth) each instead of a walk over
 /// both ranks' edges; the work budget is still counted in the edge visits those walks
 /// would make, so the descent stops where the walking one stopped. A chosen swap is
 /// checked against the exact walk before it is made (the table drifts by rounding).
@@ -164,7 +164,9 @@ fn swap_refine_all_leaves(
     for (r, &l) in leaf_of_rank.iter().enumerate() {
         occupant[l] = r as u32;
     }
-    let mut table = LeafCosts::new(graph, tree, leaf_of_rank);
+    let mut table = VertexWeights::new(graph, tree, leaf_of_rank);
+    // Weight from the current rank to every rank, scattered from its row.
+    let mut to_u = vec![0.0f64; n];
     let mut budget = work_budget(graph, 16);
     for _ in 0..passes {
         let mut improved = false;
@@ -173,28 +175,37 @@ fn swap_refine_all_leaves(
             if degree_u == 0 {
                 continue;
             }
+            for (x, w) in graph.neighbors(u) {
+                to_u[x] = w;
+            }
             let a = leaf_of_rank[u];
             let mut best: Option<(f64, usize)> = None;
             for (b, &v) in occupant.iter().enumerate() {
                 if b == a {
                     continue;
                 }
-                let degree_v = if v == EMPTY {
-                    0
+                let (degree_v, w_uv) = if v == EMPTY {
+                    (0, 0.0)
                 } else {
-                    graph.degree(v as usize)
+                    (graph.degree(v as usize), to_u[v as usize])
                 };
                 budget = budget.saturating_sub(degree_u + degree_v);
-                let delta = table.swap_delta(u, a, b, v);
+                let delta = table.swap_delta(u, a, b, v, w_uv);
                 if delta < -1e-9 && best.is_none_or(|(d, _)| delta < d) {
                     best = Some((delta, b));
                 }
+            }
+            for (x, _) in graph.neighbors(u) {
+                to_u[x] = 0.0;
             }
             if let Some((_, b)) = best {
                 let v = occupant[b];
                 if swap_delta(graph, &dist, leaf_of_rank, u, a, b, v) < -1e-9 {
                     apply_swap(leaf_of_rank, &mut occupant, a, b);
-                    table.swapped(u, v, a, b);
+                    table.moved(graph, u, a, b);
+                    if v != EMPTY {
+                        table.moved(graph, v as usize, b, a);
+                    }
                     improved = true;
                 }
             }
@@ -208,111 +219,99 @@ fn swap_refine_all_leaves(
     }
 }
 
-/// For every rank r and leaf l, the hop-bytes of r's edges if r sat on l (the others
-/// staying where they are): `cost[r][l]`, with the dense weights and leaf distances it
-/// is updated from. Small trees and rank counts only (n² + n × leaves + leaves² floats).
-struct LeafCosts {
-    n: usize,
-    leaves: usize,
-    /// `weight[u * n + v]`, 0 without an edge.
+/// For every rank, its communication weight towards every vertex of the tree below the
+/// root (the sum over its neighbours placed under that vertex). A rank on leaf l costs
+/// 2 hops per edge and per level where the ancestors of l and of the neighbour's leaf
+/// differ, so the hop-bytes change of a swap is read from a few entries per level.
+struct VertexWeights {
+    depth: usize,
+    /// Entries per rank: the vertices of levels 1..=depth, level after level.
+    width: usize,
+    /// `slots[leaf * depth + k]` = entry of the ancestor of `leaf` at level k + 1.
+    slots: Vec<u32>,
+    /// `weight[r * width + slot]`.
     weight: Vec<f64>,
-    /// `hops[a * leaves + b]`.
-    hops: Vec<f64>,
-    /// `cost[r * leaves + l]`.
-    cost: Vec<f64>,
 }
 
-impl LeafCosts {
-    /// The table of the mapping `leaf_of_rank`. A rank's costs come from its weight
-    /// towards every tree vertex (an edge to leaf x adds 2 hops per level where the
-    /// ancestors of l and x differ), O(n × (degree + leaves) × depth) in all.
+impl VertexWeights {
+    /// The table of the mapping `leaf_of_rank`: O(edges × depth).
     fn new(graph: &SymGraph, tree: &Tree, leaf_of_rank: &[usize]) -> Self {
         let n = graph.order();
         let leaves = tree.leaf_count();
         let depth = tree.depth();
         let ancestors = tree.ancestor_table();
-        let mut weight = vec![0.0f64; n * n];
-        for u in 0..n {
-            for (x, w) in graph.neighbors(u) {
-                weight[u * n + x] = w;
-            }
-        }
-        let mut hops = vec![0.0f64; leaves * leaves];
-        for a in 0..leaves {
-            for b in 0..leaves {
-                let differ = (1..=depth)
-                    .filter(|&level| ancestors[level][a] != ancestors[level][b])
-                    .count();
-                hops[a * leaves + b] = (2 * differ) as f64;
-            }
-        }
-        // Weight of one rank towards each vertex of levels 1..=depth, levels end to end.
-        let mut first = vec![0usize; depth + 2];
+        let mut slots = vec![0u32; leaves * depth];
+        let mut first = 0usize;
         for level in 1..=depth {
-            first[level + 1] = first[level] + tree.width(level);
+            for (leaf, &ancestor) in ancestors[level].iter().enumerate() {
+                slots[leaf * depth + level - 1] = (first + ancestor as usize) as u32;
+            }
+            first += tree.width(level);
         }
-        let mut towards = vec![0.0f64; first[depth + 1]];
-        let mut cost = vec![0.0f64; n * leaves];
-        for u in 0..n {
-            towards.fill(0.0);
-            let mut total = 0.0;
+        let width = first;
+        let mut weight = vec![0.0f64; n * width];
+        for (u, row) in weight.chunks_exact_mut(width).enumerate() {
             for (x, w) in graph.neighbors(u) {
                 let lx = leaf_of_rank[x];
-                total += w;
-                for level in 1..=depth {
-                    towards[first[level] + ancestors[level][lx] as usize] += w;
+                for &slot in &slots[lx * depth..(lx + 1) * depth] {
+                    row[slot as usize] += w;
                 }
-            }
-            for (l, c) in cost[u * leaves..(u + 1) * leaves].iter_mut().enumerate() {
-                let mut apart = 0.0;
-                for level in 1..=depth {
-                    apart += total - towards[first[level] + ancestors[level][l] as usize];
-                }
-                *c = 2.0 * apart;
             }
         }
         Self {
-            n,
-            leaves,
+            depth,
+            width,
+            slots,
             weight,
-            hops,
-            cost,
         }
+    }
+
+    /// Ancestor entries of leaves `a` and `b` from the first level where they differ
+    /// down (`a != b`).
+    #[inline]
+    fn apart(&self, a: usize, b: usize) -> (&[u32], &[u32]) {
+        let d = self.depth;
+        let (sa, sb) = (
+            &self.slots[a * d..(a + 1) * d],
+            &self.slots[b * d..(b + 1) * d],
+        );
+        let k = sa.iter().zip(sb).take_while(|(x, y)| x == y).count();
+        (&sa[k..], &sb[k..])
     }
 
     /// Change of hop-bytes when `u` moves from leaf `a` to leaf `b` and the occupant `v`
-    /// of `b` (or nobody) moves to `a`.
+    /// of `b` (or nobody) moves to `a`; `w_uv` is the weight between them.
     #[inline]
-    fn swap_delta(&self, u: usize, a: usize, b: usize, v: u32) -> f64 {
-        let row = |r: usize| &self.cost[r * self.leaves..(r + 1) * self.leaves];
-        let cu = row(u);
-        let mut delta = cu[b] - cu[a];
-        if v != EMPTY {
-            let v = v as usize;
-            let cv = row(v);
-            delta +=
-                cv[a] - cv[b] + 2.0 * self.weight[u * self.n + v] * self.hops[a * self.leaves + b];
+    fn swap_delta(&self, u: usize, a: usize, b: usize, v: u32, w_uv: f64) -> f64 {
+        let (sa, sb) = self.apart(a, b);
+        let row_u = &self.weight[u * self.width..(u + 1) * self.width];
+        // u leaves the subtrees of a (its edges there get longer) for those of b.
+        let mut change = 0.0;
+        for (&x, &y) in sa.iter().zip(sb) {
+            change += row_u[x as usize] - row_u[y as usize];
         }
-        delta
+        if v != EMPTY {
+            let row_v = &self.weight[v as usize * self.width..(v as usize + 1) * self.width];
+            for (&x, &y) in sa.iter().zip(sb) {
+                change += row_v[y as usize] - row_v[x as usize];
+            }
+            // Their own edge was counted as shortened twice; it keeps its length.
+            change += 2.0 * w_uv * sa.len() as f64;
+        }
+        2.0 * change
     }
 
-    /// Follows the swap of `u` (leaf `a` to `b`) and `v` (`b` to `a`, or nobody).
-    fn swapped(&mut self, u: usize, v: u32, a: usize, b: usize) {
-        let (n, leaves) = (self.n, self.leaves);
-        for x in 0..n {
-            let wu = self.weight[x * n + u];
-            let wv = if v == EMPTY {
-                0.0
-            } else {
-                self.weight[x * n + v as usize]
-            };
-            let diff = wu - wv;
-            if diff == 0.0 {
-                continue;
-            }
-            let row = &mut self.cost[x * leaves..(x + 1) * leaves];
-            for (l, c) in row.iter_mut().enumerate() {
-                *c += diff * (self.hops[l * leaves + b] - self.hops[l * leaves + a]);
+    /// Follows the move of rank `u` from leaf `a` to leaf `b`.
+    fn moved(&mut self, graph: &SymGraph, u: usize, a: usize, b: usize) {
+        let d = self.depth;
+        let k = (0..d)
+            .find(|&k| self.slots[a * d + k] != self.slots[b * d + k])
+            .unwrap_or(d);
+        for (x, w) in graph.neighbors(u) {
+            let row = &mut self.weight[x * self.width..(x + 1) * self.width];
+            for j in k..d {
+                row[self.slots[a * d + j] as usize] -= w;
+                row[self.slots[b * d + j] as usize] += w;
             }
         }
     }
