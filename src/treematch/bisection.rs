@@ -306,7 +306,7 @@ impl Csr {
 
 /// Side (0 = left, 1 = right) of every vertex of `fine`, the left side holding exactly
 /// `left_weight` vertex weight: the cheaper of the multilevel bisection and of greedy
-/// growth on `fine` itself from its corners ([`corner_seeds`]). Coarsening a uniform mesh
+/// growth on `fine` itself from its corners ([`corners`]). Coarsening a uniform mesh
 /// makes ragged clusters whose cheapest cut is wavy; growing on the mesh itself from one
 /// corner fills a rectangle's half, from two corners of one side a square's half: the
 /// straight cuts that tile stencils.
@@ -316,8 +316,12 @@ fn multilevel_bisection(fine: Csr, left_weight: u64) -> Vec<u8> {
         // Not coarsened: the multilevel pass already grew from the corners.
         return best;
     }
+    let (_, seed_sets) = corners(&fine, false);
+    if seed_sets.is_empty() {
+        return best;
+    }
     let mut best_cut = cut(&fine, &best);
-    for seeds in corner_seeds(&fine) {
+    for seeds in seed_sets {
         let mut side = grow(&fine, &seeds, left_weight);
         force_balance(&fine, &mut side, left_weight);
         let c = cut(&fine, &side);
@@ -381,9 +385,9 @@ fn initial_bisection(g: &Csr, left_weight: u64) -> Vec<u8> {
     let n = g.order();
     let tolerance = max_vertex_weight(g);
     let mut best: Option<(u64, f64, Vec<u8>)> = None;
-    let mut seed_sets = corner_seeds(g);
+    let (start, mut seed_sets) = corners(g, true);
     if seed_sets.is_empty() && n > 0 {
-        seed_sets.push(vec![pseudo_peripheral(g, 0)]);
+        seed_sets.push(vec![start]);
     }
     for k in 1..SEEDS.min(n) {
         let s = k * n / SEEDS;
@@ -415,16 +419,35 @@ fn initial_bisection(g: &Csr, left_weight: u64) -> Vec<u8> {
 /// root of its order, has no corners worth growing from: dense, clustered or random
 /// traffic, whose diameter grows like a logarithm (a 2D mesh of n vertices spans about
 /// 2√n, a 3D one 3∛n). No seeds then.
-fn corner_seeds(g: &Csr) -> Vec<Vec<usize>> {
+///
+/// Also returns `a` (the pseudo-peripheral vertex reached from vertex 0) when
+/// `want_start` is set or seeds were found, 0 otherwise. The breadth-first sweeps stop
+/// early when the eccentricities seen so far bound the span below the thresholds (the
+/// distance between any two vertices of a component is at most twice the eccentricity
+/// of any of its vertices): dense graphs then cost one or two sweeps, not three.
+fn corners(g: &Csr, want_start: bool) -> (usize, Vec<Vec<usize>>) {
     if g.order() == 0 {
-        return Vec::new();
+        return (0, Vec::new());
     }
-    let a = pseudo_peripheral(g, 0);
+    let too_close = |span: u64| span < MIN_CORNER_DISTANCE || span.pow(3) < g.order() as u64;
+    // Two sweeps from vertex 0 reach a pseudo-peripheral vertex `a`.
+    let (dist, order) = bfs(g, 0);
+    let v1 = order.last().map_or(0, |&x| x as usize);
+    let mut bound = 2 * u64::from(dist[v1]);
+    if too_close(bound) && !want_start {
+        return (0, Vec::new());
+    }
+    let (dist, order) = bfs(g, v1);
+    let a = order.last().map_or(v1, |&x| x as usize);
+    bound = bound.min(2 * u64::from(dist[a]));
+    if too_close(bound) {
+        return (a, Vec::new());
+    }
     let (from_a, order) = bfs(g, a);
     let b = order.last().map_or(a, |&x| x as usize);
     let span = u64::from(from_a[b]);
-    if span < MIN_CORNER_DISTANCE || span.pow(3) < g.order() as u64 {
-        return Vec::new();
+    if too_close(span) {
+        return (a, Vec::new());
     }
     let (from_b, _) = bfs(g, b);
     let third = (0..g.order())
@@ -434,8 +457,8 @@ fn corner_seeds(g: &Csr) -> Vec<Vec<usize>> {
             (near, Reverse(far), Reverse(v))
         });
     match third {
-        Some(c) => vec![vec![a], vec![a, c]],
-        None => vec![vec![a]],
+        Some(c) => (a, vec![vec![a], vec![a, c]]),
+        None => (a, vec![vec![a]]),
     }
 }
 
@@ -492,16 +515,6 @@ fn bfs_from(g: &Csr, sources: &[usize]) -> (Vec<u32>, Vec<u32>) {
         }
     }
     (dist, order)
-}
-
-/// The end of two breadth-first sweeps from `start`.
-fn pseudo_peripheral(g: &Csr, start: usize) -> usize {
-    let mut v = start;
-    for _ in 0..2 {
-        let (_, order) = bfs(g, v);
-        v = order.last().map_or(v, |&x| x as usize);
-    }
-    v
 }
 
 /// Greedy graph growing: the left side grows from `seeds`, each time by the vertex that
