@@ -173,8 +173,9 @@ impl Csr {
         }
         let mut offsets = Vec::with_capacity(vertices.len() + 1);
         offsets.push(0);
-        let mut targets = Vec::new();
-        let mut weights = Vec::new();
+        let room: usize = vertices.iter().map(|&v| graph.degree(v as usize)).sum();
+        let mut targets = Vec::with_capacity(room);
+        let mut weights = Vec::with_capacity(room);
         for &v in vertices {
             for (u, w) in graph.neighbors(v as usize) {
                 let lu = local[u];
@@ -263,8 +264,9 @@ impl Csr {
         }
         let mut offsets = Vec::with_capacity(coarse_n + 1);
         offsets.push(0);
-        let mut targets: Vec<u32> = Vec::new();
-        let mut weights: Vec<f64> = Vec::new();
+        // The coarse graph has at most the fine graph's edges.
+        let mut targets: Vec<u32> = Vec::with_capacity(self.targets.len());
+        let mut weights: Vec<f64> = Vec::with_capacity(self.targets.len());
         let mut vertex_weight = Vec::with_capacity(coarse_n);
         let mut slot = vec![usize::MAX; coarse_n];
         for (c, &v) in firsts.iter().enumerate() {
@@ -625,13 +627,12 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
         for v in 0..n {
             let mut gv = 0.0;
             let mut boundary = false;
+            let sv = side[v];
             for (u, w) in g.neighbors(v) {
-                if side[u] != side[v] {
-                    gv += w;
-                    boundary = true;
-                } else {
-                    gv -= w;
-                }
+                // Branch-free: the sides of a dense graph's neighbours are unpredictable.
+                let across = side[u] != sv;
+                gv += if across { w } else { -w };
+                boundary |= across;
             }
             gain[v] = gv;
             locked[v] = false;
@@ -675,15 +676,12 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
             cut_change -= gv;
             gain[v] = -gv;
             moves.push(v as u32);
+            let sv = side[v];
             for (u, w) in g.neighbors(v) {
                 if locked[u] {
                     continue;
                 }
-                if side[u] == side[v] {
-                    gain[u] -= 2.0 * w;
-                } else {
-                    gain[u] += 2.0 * w;
-                }
+                gain[u] += if side[u] == sv { -2.0 * w } else { 2.0 * w };
                 queue.push(side[u], gain[u], u);
             }
             let violation_now = off(left);
