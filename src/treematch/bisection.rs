@@ -530,7 +530,7 @@ fn grow(g: &Csr, seeds: &[usize], left_weight: u64) -> Vec<u8> {
     let mut side = vec![1u8; n];
     let mut towards = vec![0.0f64; n];
     let weighted_degree: Vec<f64> = (0..n).map(|v| g.neighbors(v).map(|e| e.1).sum()).collect();
-    let scan = n <= SCAN_MAX;
+    let scan = scans(g);
     let mut heap: BinaryHeap<(Key, Reverse<u32>, Reverse<u32>)> = BinaryHeap::new();
     // Scan mode: vertices with an edge to the left side (the heap's entries).
     let mut touched = vec![false; if scan { n } else { 0 }];
@@ -620,7 +620,7 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
     let mut locked = vec![false; n];
     let mut moves: Vec<u32> = Vec::new();
     let stall_limit = (n / 16).clamp(16, 64);
-    let mut queue = GainQueue::new(n);
+    let mut queue = GainQueue::new(g);
     for _ in 0..passes {
         let mut left = left_weight_of(g, side);
         queue.clear();
@@ -710,10 +710,17 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
     }
 }
 
-/// Largest graph (in vertices) whose move candidates are found by a scan over every
-/// vertex instead of heaps: on small graphs, often dense, a scan of a few dozen flags
-/// costs less than the heap pushes of every gain update.
+/// Largest graph (in vertices) whose move candidates may be found by a scan over every
+/// vertex instead of heaps ([`scans`]).
 const SCAN_MAX: usize = 128;
+
+/// Whether FM and greedy growing on `g` pick their next vertex by a scan: on small dense
+/// graphs (mean degree at least an eighth of the order) a scan of a few dozen flags costs
+/// less than the heap pushes of every gain update; on sparse ones the heaps win.
+fn scans(g: &Csr) -> bool {
+    let n = g.order();
+    n <= SCAN_MAX && 8 * g.targets.len() >= n * n
+}
 
 /// The FM move candidates of both sides: the vertex of largest gain (lowest number on
 /// ties) among the queued vertices of a side that are not locked. A vertex is queued
@@ -722,14 +729,15 @@ enum GainQueue {
     /// Lazy heaps, one per side: every gain update pushes an entry and stale entries
     /// (locked vertex, gain since changed) are dropped when they surface.
     Heaps([BinaryHeap<(Key, Reverse<u32>)>; 2]),
-    /// One flag per vertex; the best is found by scanning (graphs of at most
-    /// [`SCAN_MAX`] vertices).
+    /// One flag per vertex; the best is found by scanning (small dense graphs, see
+    /// [`scans`]).
     Scan(Vec<bool>),
 }
 
 impl GainQueue {
-    fn new(n: usize) -> Self {
-        if n <= SCAN_MAX {
+    fn new(g: &Csr) -> Self {
+        let n = g.order();
+        if scans(g) {
             GainQueue::Scan(vec![false; n])
         } else {
             GainQueue::Heaps([BinaryHeap::new(), BinaryHeap::new()])
