@@ -173,8 +173,9 @@ impl Csr {
         }
         let mut offsets = Vec::with_capacity(vertices.len() + 1);
         offsets.push(0);
-        let mut targets = Vec::new();
-        let mut weights = Vec::new();
+        let room: usize = vertices.iter().map(|&v| graph.degree(v as usize)).sum();
+        let mut targets = Vec::with_capacity(room);
+        let mut weights = Vec::with_capacity(room);
         for &v in vertices {
             for (u, w) in graph.neighbors(v as usize) {
                 let lu = local[u];
@@ -263,8 +264,9 @@ impl Csr {
         }
         let mut offsets = Vec::with_capacity(coarse_n + 1);
         offsets.push(0);
-        let mut targets: Vec<u32> = Vec::new();
-        let mut weights: Vec<f64> = Vec::new();
+        // The coarse graph has at most the fine graph's edges.
+        let mut targets: Vec<u32> = Vec::with_capacity(self.targets.len());
+        let mut weights: Vec<f64> = Vec::with_capacity(self.targets.len());
         let mut vertex_weight = Vec::with_capacity(coarse_n);
         let mut slot = vec![usize::MAX; coarse_n];
         for (c, &v) in firsts.iter().enumerate() {
@@ -306,7 +308,7 @@ impl Csr {
 
 /// Side (0 = left, 1 = right) of every vertex of `fine`, the left side holding exactly
 /// `left_weight` vertex weight: the cheaper of the multilevel bisection and of greedy
-/// growth on `fine` itself from its corners ([`corner_seeds`]). Coarsening a uniform mesh
+/// growth on `fine` itself from its corners ([`corners`]). Coarsening a uniform mesh
 /// makes ragged clusters whose cheapest cut is wavy; growing on the mesh itself from one
 /// corner fills a rectangle's half, from two corners of one side a square's half: the
 /// straight cuts that tile stencils.
@@ -316,8 +318,12 @@ fn multilevel_bisection(fine: Csr, left_weight: u64) -> Vec<u8> {
         // Not coarsened: the multilevel pass already grew from the corners.
         return best;
     }
+    let (_, seed_sets) = corners(&fine, false);
+    if seed_sets.is_empty() {
+        return best;
+    }
     let mut best_cut = cut(&fine, &best);
-    for seeds in corner_seeds(&fine) {
+    for seeds in seed_sets {
         let mut side = grow(&fine, &seeds, left_weight);
         force_balance(&fine, &mut side, left_weight);
         let c = cut(&fine, &side);
@@ -381,9 +387,9 @@ fn initial_bisection(g: &Csr, left_weight: u64) -> Vec<u8> {
     let n = g.order();
     let tolerance = max_vertex_weight(g);
     let mut best: Option<(u64, f64, Vec<u8>)> = None;
-    let mut seed_sets = corner_seeds(g);
+    let (start, mut seed_sets) = corners(g, true);
     if seed_sets.is_empty() && n > 0 {
-        seed_sets.push(vec![pseudo_peripheral(g, 0)]);
+        seed_sets.push(vec![start]);
     }
     for k in 1..SEEDS.min(n) {
         let s = k * n / SEEDS;
@@ -415,16 +421,35 @@ fn initial_bisection(g: &Csr, left_weight: u64) -> Vec<u8> {
 /// root of its order, has no corners worth growing from: dense, clustered or random
 /// traffic, whose diameter grows like a logarithm (a 2D mesh of n vertices spans about
 /// 2√n, a 3D one 3∛n). No seeds then.
-fn corner_seeds(g: &Csr) -> Vec<Vec<usize>> {
+///
+/// Also returns `a` (the pseudo-peripheral vertex reached from vertex 0) when
+/// `want_start` is set or seeds were found, 0 otherwise. The breadth-first sweeps stop
+/// early when the eccentricities seen so far bound the span below the thresholds (the
+/// distance between any two vertices of a component is at most twice the eccentricity
+/// of any of its vertices): dense graphs then cost one or two sweeps, not three.
+fn corners(g: &Csr, want_start: bool) -> (usize, Vec<Vec<usize>>) {
     if g.order() == 0 {
-        return Vec::new();
+        return (0, Vec::new());
     }
-    let a = pseudo_peripheral(g, 0);
+    let too_close = |span: u64| span < MIN_CORNER_DISTANCE || span.pow(3) < g.order() as u64;
+    // Two sweeps from vertex 0 reach a pseudo-peripheral vertex `a`.
+    let (dist, order) = bfs(g, 0);
+    let v1 = order.last().map_or(0, |&x| x as usize);
+    let mut bound = 2 * u64::from(dist[v1]);
+    if too_close(bound) && !want_start {
+        return (0, Vec::new());
+    }
+    let (dist, order) = bfs(g, v1);
+    let a = order.last().map_or(v1, |&x| x as usize);
+    bound = bound.min(2 * u64::from(dist[a]));
+    if too_close(bound) {
+        return (a, Vec::new());
+    }
     let (from_a, order) = bfs(g, a);
     let b = order.last().map_or(a, |&x| x as usize);
     let span = u64::from(from_a[b]);
-    if span < MIN_CORNER_DISTANCE || span.pow(3) < g.order() as u64 {
-        return Vec::new();
+    if too_close(span) {
+        return (a, Vec::new());
     }
     let (from_b, _) = bfs(g, b);
     let third = (0..g.order())
@@ -434,8 +459,8 @@ fn corner_seeds(g: &Csr) -> Vec<Vec<usize>> {
             (near, Reverse(far), Reverse(v))
         });
     match third {
-        Some(c) => vec![vec![a], vec![a, c]],
-        None => vec![vec![a]],
+        Some(c) => (a, vec![vec![a], vec![a, c]]),
+        None => (a, vec![vec![a]]),
     }
 }
 
@@ -494,16 +519,6 @@ fn bfs_from(g: &Csr, sources: &[usize]) -> (Vec<u32>, Vec<u32>) {
     (dist, order)
 }
 
-/// The end of two breadth-first sweeps from `start`.
-fn pseudo_peripheral(g: &Csr, start: usize) -> usize {
-    let mut v = start;
-    for _ in 0..2 {
-        let (_, order) = bfs(g, v);
-        v = order.last().map_or(v, |&x| x as usize);
-    }
-    v
-}
-
 /// Greedy graph growing: the left side grows from `seeds`, each time by the vertex that
 /// increases the cut least (closest to a seed on ties), up to `left_weight`.
 fn grow(g: &Csr, seeds: &[usize], left_weight: u64) -> Vec<u8> {
@@ -515,7 +530,10 @@ fn grow(g: &Csr, seeds: &[usize], left_weight: u64) -> Vec<u8> {
     let mut side = vec![1u8; n];
     let mut towards = vec![0.0f64; n];
     let weighted_degree: Vec<f64> = (0..n).map(|v| g.neighbors(v).map(|e| e.1).sum()).collect();
+    let scan = scans(g);
     let mut heap: BinaryHeap<(Key, Reverse<u32>, Reverse<u32>)> = BinaryHeap::new();
+    // Scan mode: vertices with an edge to the left side (the heap's entries).
+    let mut touched = vec![false; if scan { n } else { 0 }];
     let mut weight = 0u64;
     let mut pending: Vec<usize> = seeds.iter().rev().copied().collect();
     while weight < left_weight {
@@ -523,11 +541,29 @@ fn grow(g: &Csr, seeds: &[usize], left_weight: u64) -> Vec<u8> {
             Some(v) => v,
             None => {
                 let mut found = None;
-                while let Some((Key(gain), _, Reverse(v))) = heap.pop() {
-                    let v = v as usize;
-                    if side[v] == 1 && gain == 2.0 * towards[v] - weighted_degree[v] {
-                        found = Some(v);
-                        break;
+                if scan {
+                    // The heap's order: largest gain, then nearest, then lowest number.
+                    let mut best: Option<(f64, u32, usize)> = None;
+                    for u in 0..n {
+                        if !touched[u] || side[u] != 1 {
+                            continue;
+                        }
+                        let gain = 2.0 * towards[u] - weighted_degree[u];
+                        let better = best.is_none_or(|(bg, bd, _)| {
+                            gain.total_cmp(&bg).then(bd.cmp(&dist[u])) == Ordering::Greater
+                        });
+                        if better {
+                            best = Some((gain, dist[u], u));
+                        }
+                    }
+                    found = best.map(|b| b.2);
+                } else {
+                    while let Some((Key(gain), _, Reverse(v))) = heap.pop() {
+                        let v = v as usize;
+                        if side[v] == 1 && gain == 2.0 * towards[v] - weighted_degree[v] {
+                            found = Some(v);
+                            break;
+                        }
                     }
                 }
                 match found {
@@ -554,8 +590,12 @@ fn grow(g: &Csr, seeds: &[usize], left_weight: u64) -> Vec<u8> {
         for (u, w) in g.neighbors(v) {
             if side[u] == 1 {
                 towards[u] += w;
-                let gain = 2.0 * towards[u] - weighted_degree[u];
-                heap.push((Key(gain), Reverse(dist[u]), Reverse(u as u32)));
+                if scan {
+                    touched[u] = true;
+                } else {
+                    let gain = 2.0 * towards[u] - weighted_degree[u];
+                    heap.push((Key(gain), Reverse(dist[u]), Reverse(u as u32)));
+                }
             }
         }
     }
@@ -580,25 +620,24 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
     let mut locked = vec![false; n];
     let mut moves: Vec<u32> = Vec::new();
     let stall_limit = (n / 16).clamp(16, 64);
+    let mut queue = GainQueue::new(g);
     for _ in 0..passes {
         let mut left = left_weight_of(g, side);
-        let mut heaps: [BinaryHeap<(Key, Reverse<u32>)>; 2] =
-            [BinaryHeap::new(), BinaryHeap::new()];
+        queue.clear();
         for v in 0..n {
             let mut gv = 0.0;
             let mut boundary = false;
+            let sv = side[v];
             for (u, w) in g.neighbors(v) {
-                if side[u] != side[v] {
-                    gv += w;
-                    boundary = true;
-                } else {
-                    gv -= w;
-                }
+                // Branch-free: the sides of a dense graph's neighbours are unpredictable.
+                let across = side[u] != sv;
+                gv += if across { w } else { -w };
+                boundary |= across;
             }
             gain[v] = gv;
             locked[v] = false;
             if boundary || left.abs_diff(target) > tolerance {
-                heaps[side[v] as usize].push((Key(gv), Reverse(v as u32)));
+                queue.push(side[v], gv, v);
             }
         }
         moves.clear();
@@ -607,17 +646,7 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
         let (mut best_violation, mut best_change, mut best_len) = (off(left), 0.0f64, 0usize);
         let mut stall = 0;
         loop {
-            let mut tops: [Option<(f64, usize)>; 2] = [None, None];
-            for s in 0..2 {
-                while let Some(&(Key(gv), Reverse(v))) = heaps[s].peek() {
-                    let v = v as usize;
-                    if !locked[v] && side[v] as usize == s && gain[v] == gv {
-                        tops[s] = Some((gv, v));
-                        break;
-                    }
-                    heaps[s].pop();
-                }
-            }
+            let tops = queue.tops(&gain, side, &locked);
             let now_off = left.abs_diff(target);
             let after = |s: usize, v: usize| {
                 if s == 0 {
@@ -640,23 +669,20 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
                 }
             }
             let Some((gv, v, s)) = choice else { break };
-            heaps[s].pop();
+            queue.pop(s, v);
             left = after(s, v);
             side[v] = 1 - side[v];
             locked[v] = true;
             cut_change -= gv;
             gain[v] = -gv;
             moves.push(v as u32);
+            let sv = side[v];
             for (u, w) in g.neighbors(v) {
                 if locked[u] {
                     continue;
                 }
-                if side[u] == side[v] {
-                    gain[u] -= 2.0 * w;
-                } else {
-                    gain[u] += 2.0 * w;
-                }
-                heaps[side[u] as usize].push((Key(gain[u]), Reverse(u as u32)));
+                gain[u] += if side[u] == sv { -2.0 * w } else { 2.0 * w };
+                queue.push(side[u], gain[u], u);
             }
             let violation_now = off(left);
             let better = violation_now < best_violation
@@ -680,6 +706,98 @@ fn fm_refine(g: &Csr, side: &mut [u8], target: u64, tolerance: u64, passes: usiz
         }
         if best_len == 0 {
             break;
+        }
+    }
+}
+
+/// Largest graph (in vertices) whose move candidates may be found by a scan over every
+/// vertex instead of heaps ([`scans`]).
+const SCAN_MAX: usize = 128;
+
+/// Whether FM and greedy growing on `g` pick their next vertex by a scan: on small dense
+/// graphs (mean degree at least an eighth of the order) a scan of a few dozen flags costs
+/// less than the heap pushes of every gain update; on sparse ones the heaps win.
+fn scans(g: &Csr) -> bool {
+    let n = g.order();
+    n <= SCAN_MAX && 8 * g.targets.len() >= n * n
+}
+
+/// The FM move candidates of both sides: the vertex of largest gain (lowest number on
+/// ties) among the queued vertices of a side that are not locked. A vertex is queued
+/// from its first push on; its current gain counts.
+enum GainQueue {
+    /// Lazy heaps, one per side: every gain update pushes an entry and stale entries
+    /// (locked vertex, gain since changed) are dropped when they surface.
+    Heaps([BinaryHeap<(Key, Reverse<u32>)>; 2]),
+    /// One flag per vertex; the best is found by scanning (small dense graphs, see
+    /// [`scans`]).
+    Scan(Vec<bool>),
+}
+
+impl GainQueue {
+    fn new(g: &Csr) -> Self {
+        let n = g.order();
+        if scans(g) {
+            GainQueue::Scan(vec![false; n])
+        } else {
+            GainQueue::Heaps([BinaryHeap::new(), BinaryHeap::new()])
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            GainQueue::Heaps(heaps) => heaps.iter_mut().for_each(BinaryHeap::clear),
+            GainQueue::Scan(queued) => queued.fill(false),
+        }
+    }
+
+    /// Queues `v` (on side `s`) with its new gain `gv`.
+    #[inline]
+    fn push(&mut self, s: u8, gv: f64, v: usize) {
+        match self {
+            GainQueue::Heaps(heaps) => heaps[s as usize].push((Key(gv), Reverse(v as u32))),
+            GainQueue::Scan(queued) => queued[v] = true,
+        }
+    }
+
+    /// The best candidate (gain, vertex) of each side.
+    fn tops(&mut self, gain: &[f64], side: &[u8], locked: &[bool]) -> [Option<(f64, usize)>; 2] {
+        let mut tops: [Option<(f64, usize)>; 2] = [None, None];
+        match self {
+            GainQueue::Heaps(heaps) => {
+                for (s, heap) in heaps.iter_mut().enumerate() {
+                    while let Some(&(Key(gv), Reverse(v))) = heap.peek() {
+                        let v = v as usize;
+                        if !locked[v] && side[v] as usize == s && gain[v] == gv {
+                            tops[s] = Some((gv, v));
+                            break;
+                        }
+                        heap.pop();
+                    }
+                }
+            }
+            GainQueue::Scan(queued) => {
+                for (v, &q) in queued.iter().enumerate() {
+                    if !q || locked[v] {
+                        continue;
+                    }
+                    let top = &mut tops[side[v] as usize];
+                    if top.is_none_or(|(gt, _)| gain[v].total_cmp(&gt) == Ordering::Greater) {
+                        *top = Some((gain[v], v));
+                    }
+                }
+            }
+        }
+        tops
+    }
+
+    /// Takes `v`, the top of side `s`, out.
+    fn pop(&mut self, s: usize, v: usize) {
+        match self {
+            GainQueue::Heaps(heaps) => {
+                heaps[s].pop();
+            }
+            GainQueue::Scan(queued) => queued[v] = false,
         }
     }
 }

@@ -55,10 +55,18 @@ pub fn group_level(
     }
     let mut groups = greedy(graph, request);
     if params.refine_passes > 0 {
-        refine(graph, request, &mut groups, params.refine_passes);
+        if graph.order() * groups.len() <= TABLE_MAX_ENTRIES {
+            refine_with_table(graph, request, &mut groups, params.refine_passes);
+        } else {
+            refine(graph, request, &mut groups, params.refine_passes);
+        }
     }
     groups
 }
+
+/// Largest units × groups product for which [`refine_with_table`] keeps the weight of
+/// every unit towards every group.
+const TABLE_MAX_ENTRIES: usize = 4096;
 
 /// `Some(k)` when all units have one shape and every group asks for k of them.
 fn uniform_arity(request: &LevelRequest) -> Option<usize> {
@@ -351,6 +359,116 @@ fn refine(graph: &SymGraph, request: &LevelRequest, groups: &mut [Vec<u32>], pas
             if let Some((_, v)) = best {
                 swap(groups, &mut group_of, &mut position, u, v as usize);
                 improved = true;
+            }
+            if budget == 0 {
+                return;
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+}
+
+/// [`refine`] on small levels: the weight of every unit towards every group is kept in a
+/// table (with the number of its neighbours there) and updated after each swap, so that
+/// a candidate swap costs O(1) instead of a walk over both units' edges. The work budget
+/// is still counted in the edge visits of those walks, so the refinement stops where the
+/// walking one stopped; a chosen swap is checked against the walk before it is made
+/// (the table drifts by rounding).
+fn refine_with_table(
+    graph: &SymGraph,
+    request: &LevelRequest,
+    groups: &mut [Vec<u32>],
+    passes: usize,
+) {
+    let m = graph.order();
+    let g_count = groups.len();
+    let mut group_of = vec![0u32; m];
+    let mut position = vec![0usize; m];
+    for (g, members) in groups.iter().enumerate() {
+        for (p, &u) in members.iter().enumerate() {
+            group_of[u as usize] = g as u32;
+            position[u as usize] = p;
+        }
+    }
+    // weight[x * g_count + g]: weight from x to the units of g; links: how many of them.
+    let mut weight = vec![0.0f64; m * g_count];
+    let mut links = vec![0u32; m * g_count];
+    for x in 0..m {
+        for (y, w) in graph.neighbors(x) {
+            let slot = x * g_count + group_of[y] as usize;
+            weight[slot] += w;
+            links[slot] += 1;
+        }
+    }
+    let mut to_u = vec![0.0f64; m];
+    let mut budget = super::refine::work_budget(graph, 8);
+    let mut towards = GroupWeights::new(g_count);
+    for _ in 0..passes {
+        let mut improved = false;
+        for u in 0..m {
+            if graph.degree(u) == 0 {
+                continue;
+            }
+            budget = budget.saturating_sub(graph.degree(u));
+            let a = group_of[u] as usize;
+            let row_u = &weight[u * g_count..(u + 1) * g_count];
+            let links_u = &links[u * g_count..(u + 1) * g_count];
+            let w_ua = row_u[a];
+            // The heaviest other group with a neighbour of u, the lowest on ties.
+            let mut other: Option<(usize, f64)> = None;
+            for (g, (&w, &l)) in row_u.iter().zip(links_u).enumerate() {
+                if g != a && l > 0 && other.is_none_or(|(_, bw)| w > bw) {
+                    other = Some((g, w));
+                }
+            }
+            let Some((b, w_ub)) = other else {
+                continue;
+            };
+            if w_ub <= w_ua {
+                continue;
+            }
+            for (x, w) in graph.neighbors(u) {
+                to_u[x] = w;
+            }
+            let mut best: Option<(f64, u32)> = None;
+            for &v in &groups[b] {
+                let vi = v as usize;
+                if request.unit_shape[vi] != request.unit_shape[u] {
+                    continue;
+                }
+                budget = budget.saturating_sub(graph.degree(vi));
+                let w_uv = to_u[vi];
+                let w_va = weight[vi * g_count + a] - w_uv;
+                let w_vb = weight[vi * g_count + b];
+                let swap_gain = (w_ub - w_ua) + (w_va - w_vb) - 2.0 * w_uv;
+                if swap_gain > 1e-9 * (1.0 + w_ub) && best.is_none_or(|(g, _)| swap_gain > g) {
+                    best = Some((swap_gain, v));
+                }
+            }
+            for (x, _) in graph.neighbors(u) {
+                to_u[x] = 0.0;
+            }
+            if let Some((_, v)) = best {
+                let vi = v as usize;
+                // The exact gain, from walks over both units' edges.
+                towards.fill(graph, u, &group_of);
+                let (w_ua, w_ub) = (towards.get(a), towards.get(b));
+                let (w_va, w_vb, w_uv) = weights_of(graph, vi, a as u32, b as u32, u, &group_of);
+                let swap_gain = (w_ub - w_ua) + (w_va - w_vb) - 2.0 * w_uv;
+                if swap_gain > 1e-9 * (1.0 + w_ub) {
+                    for (unit, from, to) in [(u, a, b), (vi, b, a)] {
+                        for (x, w) in graph.neighbors(unit) {
+                            weight[x * g_count + from] -= w;
+                            weight[x * g_count + to] += w;
+                            links[x * g_count + from] -= 1;
+                            links[x * g_count + to] += 1;
+                        }
+                    }
+                    swap(groups, &mut group_of, &mut position, u, vi);
+                    improved = true;
+                }
             }
             if budget == 0 {
                 return;

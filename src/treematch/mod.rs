@@ -213,7 +213,8 @@ fn is_uniform_complete(graph: &SymGraph) -> bool {
 /// the cheapest of the three.
 fn best_start(graph: &SymGraph, tree: &Tree, treematch: Vec<usize>) -> Vec<usize> {
     let n = graph.order();
-    let mut best_cost = metrics::hop_bytes(graph, tree, &treematch);
+    let hop_bytes = metrics::HopBytes::new(tree);
+    let mut best_cost = hop_bytes.of(graph, &treematch);
     let mut best = treematch;
     let mut starts = vec![
         baselines::packed(tree, n, None, 1),
@@ -223,7 +224,7 @@ fn best_start(graph: &SymGraph, tree: &Tree, treematch: Vec<usize>) -> Vec<usize
         starts.push(bisection::recursive_bisection(graph, tree));
     }
     for start in starts {
-        let cost = metrics::hop_bytes(graph, tree, &start);
+        let cost = hop_bytes.of(graph, &start);
         if cost < best_cost {
             best_cost = cost;
             best = start;

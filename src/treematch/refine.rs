@@ -81,11 +81,19 @@ pub fn brute_force(graph: &SymGraph, tree: &Tree) -> Vec<usize> {
     best
 }
 
+/// Largest tree (in leaves) on which swap refinement tries every leaf for every rank;
+/// larger trees try the leaves next to the rank's heaviest neighbours only.
+const ALL_LEAVES_MAX: usize = 64;
+
 /// Swaps ranks between leaves (or moves a rank to a free leaf) while that lowers the
 /// hop-bytes. Candidate leaves for a rank are the leaves next to its heaviest
 /// neighbours; on small trees every leaf is tried. The work is bounded for dense
 /// matrices.
 pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], passes: usize) {
+    if tree.leaf_count() <= ALL_LEAVES_MAX {
+        swap_refine_all_leaves(graph, tree, leaf_of_rank, passes);
+        return;
+    }
     let n = graph.order();
     let leaves = tree.leaf_count();
     let dist = Distances::new(tree);
@@ -93,7 +101,6 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
     for (r, &l) in leaf_of_rank.iter().enumerate() {
         occupant[l] = r as u32;
     }
-    let try_all = leaves <= 64;
     let leaf_parent = tree.depth().checked_sub(1);
     let mut budget = work_budget(graph, 16);
     let mut candidates: Vec<usize> = Vec::new();
@@ -104,9 +111,7 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
                 continue;
             }
             candidates.clear();
-            if try_all {
-                candidates.extend(0..leaves);
-            } else if let Some(pl) = leaf_parent {
+            if let Some(pl) = leaf_parent {
                 heavy_neighbor_leaves(graph, tree, u, leaf_of_rank, pl, &mut candidates);
             }
             let a = leaf_of_rank[u];
@@ -137,6 +142,177 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
         }
         if !improved {
             break;
+        }
+    }
+}
+
+/// [`swap_refine`] on small trees: every leaf is a candidate for every rank. The swap
+/// gains come from a [`VertexWeights`] table in O(depth) each instead of a walk over
+/// both ranks' edges; the work budget is still counted in the edge visits those walks
+/// would make, so the descent stops where the walking one stopped. A chosen swap is
+/// checked against the exact walk before it is made (the table drifts by rounding).
+fn swap_refine_all_leaves(
+    graph: &SymGraph,
+    tree: &Tree,
+    leaf_of_rank: &mut [usize],
+    passes: usize,
+) {
+    let n = graph.order();
+    let leaves = tree.leaf_count();
+    let dist = Distances::new(tree);
+    let mut occupant = vec![EMPTY; leaves];
+    for (r, &l) in leaf_of_rank.iter().enumerate() {
+        occupant[l] = r as u32;
+    }
+    let mut table = VertexWeights::new(graph, tree, leaf_of_rank);
+    // Weight from the current rank to every rank, scattered from its row.
+    let mut to_u = vec![0.0f64; n];
+    let mut budget = work_budget(graph, 16);
+    for _ in 0..passes {
+        let mut improved = false;
+        for u in 0..n {
+            let degree_u = graph.degree(u);
+            if degree_u == 0 {
+                continue;
+            }
+            for (x, w) in graph.neighbors(u) {
+                to_u[x] = w;
+            }
+            let a = leaf_of_rank[u];
+            let mut best: Option<(f64, usize)> = None;
+            for (b, &v) in occupant.iter().enumerate() {
+                if b == a {
+                    continue;
+                }
+                let (degree_v, w_uv) = if v == EMPTY {
+                    (0, 0.0)
+                } else {
+                    (graph.degree(v as usize), to_u[v as usize])
+                };
+                budget = budget.saturating_sub(degree_u + degree_v);
+                let delta = table.swap_delta(u, a, b, v, w_uv);
+                if delta < -1e-9 && best.is_none_or(|(d, _)| delta < d) {
+                    best = Some((delta, b));
+                }
+            }
+            for (x, _) in graph.neighbors(u) {
+                to_u[x] = 0.0;
+            }
+            if let Some((_, b)) = best {
+                let v = occupant[b];
+                if swap_delta(graph, &dist, leaf_of_rank, u, a, b, v) < -1e-9 {
+                    apply_swap(leaf_of_rank, &mut occupant, a, b);
+                    table.moved(graph, u, a, b);
+                    if v != EMPTY {
+                        table.moved(graph, v as usize, b, a);
+                    }
+                    improved = true;
+                }
+            }
+            if budget == 0 {
+                return;
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+}
+
+/// For every rank, its communication weight towards every vertex of the tree below the
+/// root (the sum over its neighbours placed under that vertex). A rank on leaf l costs
+/// 2 hops per edge and per level where the ancestors of l and of the neighbour's leaf
+/// differ, so the hop-bytes change of a swap is read from a few entries per level.
+struct VertexWeights {
+    depth: usize,
+    /// Entries per rank: the vertices of levels 1..=depth, level after level.
+    width: usize,
+    /// `slots[leaf * depth + k]` = entry of the ancestor of `leaf` at level k + 1.
+    slots: Vec<u32>,
+    /// `weight[r * width + slot]`.
+    weight: Vec<f64>,
+}
+
+impl VertexWeights {
+    /// The table of the mapping `leaf_of_rank`: O(edges × depth).
+    fn new(graph: &SymGraph, tree: &Tree, leaf_of_rank: &[usize]) -> Self {
+        let n = graph.order();
+        let leaves = tree.leaf_count();
+        let depth = tree.depth();
+        let ancestors = tree.ancestor_table();
+        let mut slots = vec![0u32; leaves * depth];
+        let mut first = 0usize;
+        for level in 1..=depth {
+            for (leaf, &ancestor) in ancestors[level].iter().enumerate() {
+                slots[leaf * depth + level - 1] = (first + ancestor as usize) as u32;
+            }
+            first += tree.width(level);
+        }
+        let width = first;
+        let mut weight = vec![0.0f64; n * width];
+        for (u, row) in weight.chunks_exact_mut(width).enumerate() {
+            for (x, w) in graph.neighbors(u) {
+                let lx = leaf_of_rank[x];
+                for &slot in &slots[lx * depth..(lx + 1) * depth] {
+                    row[slot as usize] += w;
+                }
+            }
+        }
+        Self {
+            depth,
+            width,
+            slots,
+            weight,
+        }
+    }
+
+    /// Ancestor entries of leaves `a` and `b` from the first level where they differ
+    /// down (`a != b`).
+    #[inline]
+    fn apart(&self, a: usize, b: usize) -> (&[u32], &[u32]) {
+        let d = self.depth;
+        let (sa, sb) = (
+            &self.slots[a * d..(a + 1) * d],
+            &self.slots[b * d..(b + 1) * d],
+        );
+        let k = sa.iter().zip(sb).take_while(|(x, y)| x == y).count();
+        (&sa[k..], &sb[k..])
+    }
+
+    /// Change of hop-bytes when `u` moves from leaf `a` to leaf `b` and the occupant `v`
+    /// of `b` (or nobody) moves to `a`; `w_uv` is the weight between them.
+    #[inline]
+    fn swap_delta(&self, u: usize, a: usize, b: usize, v: u32, w_uv: f64) -> f64 {
+        let (sa, sb) = self.apart(a, b);
+        let row_u = &self.weight[u * self.width..(u + 1) * self.width];
+        // u leaves the subtrees of a (its edges there get longer) for those of b.
+        let mut change = 0.0;
+        for (&x, &y) in sa.iter().zip(sb) {
+            change += row_u[x as usize] - row_u[y as usize];
+        }
+        if v != EMPTY {
+            let row_v = &self.weight[v as usize * self.width..(v as usize + 1) * self.width];
+            for (&x, &y) in sa.iter().zip(sb) {
+                change += row_v[y as usize] - row_v[x as usize];
+            }
+            // Their own edge was counted as shortened twice; it keeps its length.
+            change += 2.0 * w_uv * sa.len() as f64;
+        }
+        2.0 * change
+    }
+
+    /// Follows the move of rank `u` from leaf `a` to leaf `b`.
+    fn moved(&mut self, graph: &SymGraph, u: usize, a: usize, b: usize) {
+        let d = self.depth;
+        let k = (0..d)
+            .find(|&k| self.slots[a * d + k] != self.slots[b * d + k])
+            .unwrap_or(d);
+        for (x, w) in graph.neighbors(u) {
+            let row = &mut self.weight[x * self.width..(x + 1) * self.width];
+            for j in k..d {
+                row[self.slots[a * d + j] as usize] -= w;
+                row[self.slots[b * d + j] as usize] += w;
+            }
         }
     }
 }
