@@ -203,9 +203,10 @@ fn stencil_triples(dims: &[usize]) -> Vec<(usize, usize, f64)> {
 /// use rankmig::treematch::patterns::stencil_tiling;
 /// // 4 x 4 grid in tiles of 4: the four 2 x 2 quadrants.
 /// let leaf = stencil_tiling(&[4, 4], 4);
-/// assert_eq!(&leaf[..4], &[0, 1, 4, 5]); // first row
-/// assert_eq!(leaf[5] / 4, leaf[0] / 4); // (1,1) shares the tile of (0,0)
-/// assert_ne!(leaf[2] / 4, leaf[0] / 4);
+/// let tile = |rank: usize| leaf[rank] / 4;
+/// assert_eq!([tile(0), tile(1), tile(4), tile(5)], [0; 4]); // top-left quadrant
+/// assert_eq!([tile(2), tile(3), tile(6), tile(7)], [1; 4]); // top-right quadrant
+/// assert_eq!(tile(10), tile(15)); // bottom-right quadrant
 /// ```
 pub fn stencil_tiling(dims: &[usize], tile: usize) -> Vec<usize> {
     let n: usize = dims.iter().product();
