@@ -26,6 +26,9 @@ const ZEROS: &[u8; 8] = b"0 0 0 0 ";
 
 /// The rows read so far, as compressed sparse rows.
 struct Rows {
+    /// Faults in the room reserved for `columns` and `values`; first, so that it is
+    /// dropped (its thread joined) before them.
+    prefault: Option<huge_pages::Prefault>,
     origin: String,
     /// Values per row: the count of the first row.
     order: Option<usize>,
@@ -41,6 +44,7 @@ struct Rows {
 impl LineFormat for Rows {
     fn start(origin: String) -> Self {
         Self {
+            prefault: None,
             origin,
             order: None,
             row_start: vec![0],
@@ -86,6 +90,7 @@ impl LineFormat for Rows {
                 rows,
             });
         }
+        drop(self.prefault);
         let (mut columns, mut values) = (self.columns, self.values);
         huge_pages::trim(&mut columns);
         huge_pages::trim(&mut values);
@@ -146,6 +151,7 @@ impl Rows {
         let bound = by_order.min(by_length);
         huge_pages::reserve(&mut self.columns, bound);
         huge_pages::reserve(&mut self.values, bound);
+        self.prefault = huge_pages::Prefault::start(&self.columns, &self.values);
     }
 
     fn end_row(&mut self, line: usize, columns: usize) -> Result<Next, MatrixError> {
@@ -166,6 +172,9 @@ impl Rows {
             Some(_) => {}
         }
         self.row_start.push(self.columns.len());
+        if let Some(prefault) = &self.prefault {
+            prefault.advance(self.columns.len());
+        }
         Ok(Next::More)
     }
 }
