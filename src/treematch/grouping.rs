@@ -312,10 +312,8 @@ fn heaviest_free(
     best
 }
 
-/// Swap refinement: move a unit to the group it talks to most by exchanging it with a
-/// unit of the same shape there, when that increases the weight kept inside groups.
-fn refine(graph: &SymGraph, request: &LevelRequest, groups: &mut [Vec<u32>], passes: usize) {
-    let m = graph.order();
+/// For each of `m` units, its group and its position in that group's member list.
+fn membership(groups: &[Vec<u32>], m: usize) -> (Vec<u32>, Vec<usize>) {
     let mut group_of = vec![0u32; m];
     let mut position = vec![0usize; m];
     for (g, members) in groups.iter().enumerate() {
@@ -324,6 +322,14 @@ fn refine(graph: &SymGraph, request: &LevelRequest, groups: &mut [Vec<u32>], pas
             position[u as usize] = p;
         }
     }
+    (group_of, position)
+}
+
+/// Swap refinement: move a unit to the group it talks to most by exchanging it with a
+/// unit of the same shape there, when that increases the weight kept inside groups.
+fn refine(graph: &SymGraph, request: &LevelRequest, groups: &mut [Vec<u32>], passes: usize) {
+    let m = graph.order();
+    let (mut group_of, mut position) = membership(groups, m);
     // Bound the work on dense matrices: a few sweeps over the adjacency at most.
     let mut budget = super::refine::work_budget(graph, 8);
     let mut towards = GroupWeights::new(groups.len());
@@ -384,14 +390,7 @@ fn refine_with_table(
 ) {
     let m = graph.order();
     let g_count = groups.len();
-    let mut group_of = vec![0u32; m];
-    let mut position = vec![0usize; m];
-    for (g, members) in groups.iter().enumerate() {
-        for (p, &u) in members.iter().enumerate() {
-            group_of[u as usize] = g as u32;
-            position[u as usize] = p;
-        }
-    }
+    let (mut group_of, mut position) = membership(groups, m);
     // weight[x * g_count + g]: weight from x to the units of g; links: how many of them.
     let mut weight = vec![0.0f64; m * g_count];
     let mut links = vec![0u32; m * g_count];

@@ -85,6 +85,16 @@ pub fn brute_force(graph: &SymGraph, tree: &Tree) -> Vec<usize> {
 /// larger trees try the leaves next to the rank's heaviest neighbours only.
 const ALL_LEAVES_MAX: usize = 64;
 
+/// The rank on each of `leaves` leaves ([`EMPTY`] where none), from the leaf of each
+/// rank.
+fn occupants(leaf_of_rank: &[usize], leaves: usize) -> Vec<u32> {
+    let mut occupant = vec![EMPTY; leaves];
+    for (r, &l) in leaf_of_rank.iter().enumerate() {
+        occupant[l] = r as u32;
+    }
+    occupant
+}
+
 /// Swaps ranks between leaves (or moves a rank to a free leaf) while that lowers the
 /// hop-bytes. Candidate leaves for a rank are the leaves next to its heaviest
 /// neighbours; on small trees every leaf is tried. The work is bounded for dense
@@ -97,10 +107,7 @@ pub fn swap_refine(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], pa
     let n = graph.order();
     let leaves = tree.leaf_count();
     let dist = Distances::new(tree);
-    let mut occupant = vec![EMPTY; leaves];
-    for (r, &l) in leaf_of_rank.iter().enumerate() {
-        occupant[l] = r as u32;
-    }
+    let mut occupant = occupants(leaf_of_rank, leaves);
     let leaf_parent = tree.depth().checked_sub(1);
     let mut budget = work_budget(graph, 16);
     let mut candidates: Vec<usize> = Vec::new();
@@ -160,10 +167,7 @@ fn swap_refine_all_leaves(
     let n = graph.order();
     let leaves = tree.leaf_count();
     let dist = Distances::new(tree);
-    let mut occupant = vec![EMPTY; leaves];
-    for (r, &l) in leaf_of_rank.iter().enumerate() {
-        occupant[l] = r as u32;
-    }
+    let mut occupant = occupants(leaf_of_rank, leaves);
     let mut table = VertexWeights::new(graph, tree, leaf_of_rank);
     // Weight from the current rank to every rank, scattered from its row.
     let mut to_u = vec![0.0f64; n];
@@ -337,10 +341,7 @@ pub fn kernighan_lin(graph: &SymGraph, tree: &Tree, leaf_of_rank: &mut [usize], 
         return;
     }
     let dist = Distances::new(tree);
-    let mut occupant = vec![EMPTY; leaves];
-    for (r, &l) in leaf_of_rank.iter().enumerate() {
-        occupant[l] = r as u32;
-    }
+    let mut occupant = occupants(leaf_of_rank, leaves);
     for _ in 0..passes {
         if !kl_pass(graph, &dist, leaf_of_rank, &mut occupant) {
             break;
