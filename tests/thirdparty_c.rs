@@ -148,9 +148,11 @@ fn migrated(program: &Path) -> Result<(Output, Vec<Reconfiguration>), Hung> {
     .map_err(said)?;
     set_availability(d, "n1 0\nn2 2\nn3 2\nn4 2\nn5 2\n");
     wait_for("the first reconfiguration", || !records(d).is_empty()).map_err(said)?;
-    // Known issue (see the closing note of this change): a second edit acted on right
-    // after a migration hung this job about every other run. Let the job run 200
-    // iterations (of 2048) past the first migration before the second edit.
+    // Known bug, not fixed: an edit acted on within a few iterations of a completed
+    // migration hung this job about every other run (the first migration at iteration
+    // 40, the second edit written at once, no second reconfiguration, no end). Until
+    // the migration protocol is fixed, let the job run 200 iterations (of 2048) past
+    // the first migration before the second edit.
     let settled = records(d)[0].iteration + 200;
     wait_for("200 iterations after the first migration", || {
         std::fs::read_to_string(d.join("run/iterations/rank-0.csv"))
