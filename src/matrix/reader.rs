@@ -149,10 +149,10 @@ fn visit_lines(
     let mut rest = block;
     while !rest.is_empty() {
         // One pass finds the end of the data: a newline or the start of a comment.
-        let stop = find_either(rest, b'\n', b'#').unwrap_or(rest.len());
+        let stop = memchr::memchr2(b'\n', b'#', rest).unwrap_or(rest.len());
         let data = &rest[..stop];
         let end = if rest.get(stop) == Some(&b'#') {
-            find_either(&rest[stop..], b'\n', b'\n').map_or(rest.len(), |p| stop + p)
+            memchr::memchr(b'\n', &rest[stop..]).map_or(rest.len(), |p| stop + p)
         } else {
             stop
         };
@@ -166,29 +166,6 @@ fn visit_lines(
         }
     }
     Ok(Next::More)
-}
-
-/// Position of the first `a` or `b` in `bytes`, eight bytes at a time.
-fn find_either(bytes: &[u8], a: u8, b: u8) -> Option<usize> {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // A word has a zero byte when (w - LOW) & !w & HIGH is not zero.
-    let has_zero = |w: u64| w.wrapping_sub(LOW) & !w & HIGH != 0;
-    let (pa, pb) = (LOW * u64::from(a), LOW * u64::from(b));
-    let mut i = 0;
-    while i + 8 <= bytes.len() {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&bytes[i..i + 8]);
-        let w = u64::from_le_bytes(word);
-        if has_zero(w ^ pa) || has_zero(w ^ pb) {
-            break;
-        }
-        i += 8;
-    }
-    bytes[i..]
-        .iter()
-        .position(|&c| c == a || c == b)
-        .map(|p| i + p)
 }
 
 /// Field separators: space, tab, `\r`, vertical tab, form feed.
@@ -440,17 +417,6 @@ mod tests {
                     (expected, value),
                     "{word:?}"
                 );
-            }
-        }
-    }
-
-    #[test]
-    fn find_either_agrees_with_a_plain_search() {
-        let text = b"0 1 2 3 4 5 6 7 8 9 # c\n1 2\n";
-        for start in 0..text.len() {
-            for (a, b) in [(b'\n', b'#'), (b'\n', b'\n'), (b'9', b'x')] {
-                let expected = text[start..].iter().position(|&c| c == a || c == b);
-                assert_eq!(find_either(&text[start..], a, b), expected, "{start}");
             }
         }
     }
