@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::reader::{self, LineFormat, Next, scan_field, skip_spaces};
+use super::reader::{self, LineFormat, Next, next_field, scan_field, skip_spaces};
 use super::{CommMatrix, MAX_RANKS, MatrixError, huge_pages};
 
 /// Parses the dense format from text. Blank lines and `#` comments are ignored, CRLF is
@@ -39,6 +39,8 @@ struct Rows {
     first_line: usize,
     /// Length of the whole input (0 = unknown).
     input_bytes: u64,
+    /// Sum of the rows read so far.
+    total: f64,
 }
 
 impl LineFormat for Rows {
@@ -52,6 +54,7 @@ impl LineFormat for Rows {
             values: Vec::new(),
             first_line: 0,
             input_bytes: 0,
+            total: 0.0,
         }
     }
 
@@ -94,7 +97,14 @@ impl LineFormat for Rows {
         let (mut columns, mut values) = (self.columns, self.values);
         huge_pages::trim(&mut columns);
         huge_pages::trim(&mut values);
-        CommMatrix::from_sorted_rows(order, self.row_start, columns, values, &self.origin)
+        CommMatrix::from_sorted_rows(
+            order,
+            self.row_start,
+            columns,
+            values,
+            self.total,
+            &self.origin,
+        )
     }
 }
 
@@ -107,6 +117,7 @@ impl Rows {
             line,
         };
         let mut column = 0usize;
+        let mut sum = 0.0;
         let mut i = skip_spaces(data, 0);
         while i < data.len() {
             // Runs of "0 0 0 0 " (most of a sparse dense text) eight bytes at a time.
@@ -130,13 +141,15 @@ impl Rows {
             if value != 0.0 && column != row {
                 self.columns.push(column as u32);
                 self.values.push(value);
+                sum += value;
             }
             column += 1;
-            i = skip_spaces(data, end);
+            i = next_field(data, end);
         }
         if column > MAX_RANKS {
             return Err(too_wide());
         }
+        self.total += sum;
         Ok(column)
     }
 

@@ -147,15 +147,17 @@ impl CommMatrix {
     }
 
     /// Builds a matrix from compressed rows whose entries are sorted by column, without
-    /// the diagonal or zeros, refusing a total volume above [`MAX_TOTAL_VOLUME`].
+    /// the diagonal or zeros, refusing a total volume above [`MAX_TOTAL_VOLUME`]:
+    /// `total` is the sum of `values`, which the reader added up as it read them.
     fn from_sorted_rows(
         order: usize,
         row_start: Vec<usize>,
         columns: Vec<u32>,
         values: Vec<f64>,
+        total: f64,
         origin: &str,
     ) -> Result<Self, MatrixError> {
-        check_total(values.iter().copied(), origin)?;
+        check_sum(total, origin)?;
         Ok(Self {
             order,
             row_start,
@@ -286,7 +288,12 @@ fn check_total(volumes: impl Iterator<Item = f64>, origin: &str) -> Result<(), M
     for (k, v) in volumes.enumerate() {
         lanes[k % 4] += v;
     }
-    let total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    check_sum((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]), origin)
+}
+
+/// Refuses a `total` volume above [`MAX_TOTAL_VOLUME`] (`origin` names the input in the
+/// error).
+fn check_sum(total: f64, origin: &str) -> Result<(), MatrixError> {
     if total > MAX_TOTAL_VOLUME {
         return Err(MatrixError::TotalTooLarge {
             origin: origin.to_owned(),

@@ -195,6 +195,17 @@ pub(super) fn skip_spaces(data: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Start of the field after the one ending at `end` (at a separator or the end of
+/// `data`, as [`scan_field`] returns it): one separator is the common case, a run of
+/// them is skipped.
+#[inline]
+pub(super) fn next_field(data: &[u8], end: usize) -> usize {
+    match data.get(end + 1) {
+        Some(&b) if !is_space(b) => end + 1,
+        _ => skip_spaces(data, end),
+    }
+}
+
 /// Most digits of an integer field read without floating point: below 10^15 the value
 /// is exact as a `u64` and as an `f64`.
 pub(super) const MAX_FAST_DIGITS: usize = 15;
@@ -223,8 +234,15 @@ pub(super) fn scan_field(data: &[u8], start: usize) -> (usize, Option<u64>) {
         if digits == 8
             && let Some(next) = data.get(start + 8..).and_then(<[u8]>::first_chunk::<8>)
         {
-            let (more, low) = leading_digits(u64::from_le_bytes(*next));
+            let (more, t) = digit_run(u64::from_le_bytes(*next));
             if more < 8 && is_space(next[more]) {
+                // Nine digits (a byte count in the hundreds of megabytes) is common
+                // enough to skip the word conversion for its last digit.
+                let low = if more <= 1 {
+                    (t & 0xff) * more as u64
+                } else {
+                    digits_value(t, more)
+                };
                 return (start + 8 + more, Some(leading * POWERS_OF_TEN[more] + low));
             }
         }
@@ -261,6 +279,18 @@ fn scan_rest(data: &[u8], start: usize, mut i: usize, mut value: u64) -> (usize,
 /// the first other byte, and the value of those digits.
 #[inline]
 fn leading_digits(word: u64) -> (usize, u64) {
+    let (digits, t) = digit_run(word);
+    if digits == 0 {
+        return (0, 0);
+    }
+    (digits, digits_value(t, digits))
+}
+
+/// How many of the eight bytes of `word` (first byte lowest) are ASCII digits before
+/// the first other byte, and the word with `'0'` taken from every byte (the digits'
+/// values in the bytes that were digits).
+#[inline]
+fn digit_run(word: u64) -> (usize, u64) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // Per byte t = b - '0'; b is a digit when t < 10, i.e. neither t nor t + 0x76 has
@@ -268,16 +298,19 @@ fn leading_digits(word: u64) -> (usize, u64) {
     // digits (which cause none), so the lowest non-digit byte is found exactly.
     let t = word.wrapping_sub(ONES * u64::from(b'0'));
     let not_digit = (t | t.wrapping_add(ONES * 0x76)) & HIGH;
-    let digits = (not_digit.trailing_zeros() / 8) as usize;
-    if digits == 0 {
-        return (0, 0);
-    }
+    ((not_digit.trailing_zeros() / 8) as usize, t)
+}
+
+/// The value of the first `digits` (1 to 8) digit values in the bytes of `t`, first
+/// byte most significant.
+#[inline]
+fn digits_value(t: u64, digits: usize) -> u64 {
     // Keep the digits in the top bytes, zeros (leading zero digits) below them.
     let mut v = t << (8 * (8 - digits));
     v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
     v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
     v = (v.wrapping_mul(10_000) + (v >> 32)) & 0x0000_0000_ffff_ffff;
-    (digits, v)
+    v
 }
 
 /// The whitespace-separated fields of a line.
