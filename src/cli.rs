@@ -444,6 +444,13 @@ pub struct RunArgs {
     /// reconfiguration. 0 acts at the first check that sees the edit.
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0, value_parser = parse_settle)]
     pub settle: f64,
+    /// Stop the job and launch it again if a migration's spawn has not completed after
+    /// SECONDS (0 to one day; 0 = never). Every migration then first commits a
+    /// checkpoint of all ranks, and the job is launched again from it, placed for the
+    /// current availability. Open MPI 4.1 with PMIx 4 can leave a spawn hanging for
+    /// ever; a spawn of a few processes takes 0.3 to 2 s on one host.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = parse_spawn_timeout)]
+    pub spawn_timeout: f64,
     /// Look at the availability file every N `checkpoint!` calls instead of by time.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub check_every: Option<u64>,
@@ -484,6 +491,11 @@ pub struct ReportArgs {
 /// A settle time: seconds, from 0 to one hour.
 fn parse_settle(text: &str) -> Result<f64, String> {
     parse_seconds_within(text, 0.0, 3600.0)
+}
+
+/// A spawn timeout: seconds, from 0 (never) to one day.
+fn parse_spawn_timeout(text: &str) -> Result<f64, String> {
+    parse_seconds_within(text, 0.0, 86_400.0)
 }
 
 /// A check interval: seconds, from 0.001 to one day.

@@ -541,6 +541,7 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 node_topology: args.node_topology.clone(),
                 no_shared_caches: args.no_shared_caches,
                 lost_hosts: Vec::new(),
+                spawn_timeout_ms: (args.spawn_timeout * 1000.0).round() as u64,
             };
             (spec, false)
         }

@@ -192,6 +192,83 @@ fn failed_spawn(reference: &str) -> Result<(), Hung> {
 }
 
 #[test]
+fn a_spawn_that_never_completes_is_stopped_and_the_job_launched_again_from_before_it() {
+    let _lock = mpi_lock();
+    let reference = reference_checksum();
+    retry_on_hang(|| hung_spawn(&reference));
+}
+
+/// The first migration is carried out live; in the second the replacement processes
+/// never start MPI (the program spawned sleeps from its fifth start on), as when Open
+/// MPI 4.1 with PMIx 4 leaves a spawned process in `PMIx_Init`: every rank waits in
+/// `MPI_Comm_spawn` for ever. The job must be launched again from the checkpoint all
+/// ranks, the replacement processes of the first migration among them, committed
+/// before that second spawn.
+fn hung_spawn(reference: &str) -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let starts = d.join("starts");
+    let spawned = d.join("starts-then-sleeps");
+    let script = format!(
+        "#!/bin/sh\necho x >> '{}'\nif [ $(wc -l < '{}') -le 4 ]; then exec '{}' \"$@\"; fi\nsleep 600\n",
+        starts.display(),
+        starts.display(),
+        jacobi().display()
+    );
+    fs::write(&spawned, script).unwrap();
+    fs::set_permissions(
+        &spawned,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    set_availability(d, "n1 4\nn2 4\n");
+    let job = start_with(
+        d,
+        &[("RANKMIG_SPAWN_PROGRAM", spawned.to_str().unwrap())],
+        &["--settle", "0", "--spawn-timeout", "3"],
+        ARGS,
+    );
+    wait_for("the first availability check", || first_check_done(d))?;
+    set_availability(d, "n1 0\nn2 4\nn3 4\n");
+    wait_for("the first migration", || !records(d).is_empty())?;
+    set_availability(d, "n2 0\nn3 4\nn4 4\n");
+    let out = job.finish()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("has not completed after 3 s"), "{stderr}");
+    assert_eq!(checksum(&out), reference, "{stderr}");
+    let recs = records(d);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0].outcome, "migrated");
+    // Launched twice: the second time from the checkpoint taken before the second
+    // spawn, on the nodes of the last edit; nothing of the stuck spawn is left.
+    let procs = processes(d);
+    assert_eq!(procs.iter().filter(|p| p.3 == "start").count(), 2 * RANKS);
+    let finished: Vec<_> = procs.iter().filter(|p| p.3 == "finish").collect();
+    assert_eq!(finished.len(), RANKS, "{procs:?}");
+    assert!(
+        finished.iter().all(|p| p.2 == "n3" || p.2 == "n4"),
+        "{procs:?}"
+    );
+    assert!(stderr.contains("restored epoch 2"), "{stderr}");
+    assert!(
+        !d.join("run")
+            .join(rankmig::migrate::spawn_watch::SPAWN_MARKER)
+            .exists()
+    );
+    let sleeping = fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|cmdline| String::from_utf8_lossy(cmdline).contains("starts-then-sleeps"))
+        .count();
+    assert_eq!(
+        sleeping, 0,
+        "a replacement process of the stuck spawn is still there"
+    );
+    Ok(())
+}
+
+#[test]
 fn bad_half_written_and_deleted_files_keep_the_placement_then_a_good_edit_moves() {
     let _lock = mpi_lock();
     retry_on_hang(bad_edit);

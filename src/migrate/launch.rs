@@ -65,6 +65,10 @@ pub struct RunSpec {
     /// Hosts found lost at an earlier launch of this run (never used again).
     #[serde(default)]
     pub lost_hosts: Vec<String>,
+    /// How long a spawn may take before the job is stopped and launched again from the
+    /// checkpoint taken before it (`--spawn-timeout`); 0 = not watched.
+    #[serde(default = "default_spawn_timeout_ms")]
+    pub spawn_timeout_ms: u64,
 }
 
 impl RunSpec {
@@ -94,6 +98,10 @@ fn default_check_interval_ms() -> u64 {
 
 fn default_settle_ms() -> u64 {
     super::settings::DEFAULT_SETTLE_MS
+}
+
+fn default_spawn_timeout_ms() -> u64 {
+    super::spawn_watch::DEFAULT_SPAWN_TIMEOUT_MS
 }
 
 /// Why a run could not be launched.

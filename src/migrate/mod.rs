@@ -26,6 +26,7 @@ pub mod protocol;
 pub mod record;
 pub mod report;
 pub mod settings;
+pub mod spawn_watch;
 pub mod supervise;
 
 #[cfg(feature = "mpi")]

@@ -142,6 +142,10 @@ fn rank_environment(
             spec.check_interval_ms.to_string(),
         ),
         (ENV_SETTLE_MS.into(), spec.settle_ms.to_string()),
+        (
+            super::spawn_watch::ENV_SPAWN_TIMEOUT_MS.into(),
+            spec.spawn_timeout_ms.to_string(),
+        ),
         ("RANKMIG_CKPT_DIR".into(), path(&spec.ckpt_dir)),
         (
             "RANKMIG_RESTART".into(),

@@ -79,6 +79,10 @@ pub struct JobSettings {
     /// How long an edit must stay unchanged before it is acted on, in milliseconds.
     #[serde(default = "default_settle_ms")]
     pub settle_ms: u64,
+    /// How long `rankmig run` lets a spawn take before it stops the job and launches
+    /// it again, in milliseconds; 0 = nobody watches ([`super::spawn_watch`]).
+    #[serde(default)]
+    pub spawn_timeout_ms: u64,
 }
 
 fn default_settle_ms() -> u64 {
@@ -147,6 +151,7 @@ impl JobSettings {
                 .filter(|v| !v.trim().is_empty()),
             no_shared_caches: env_flag(ENV_NO_SHARED_CACHES)?,
             settle_ms: env_number(ENV_SETTLE_MS, DEFAULT_SETTLE_MS)?,
+            spawn_timeout_ms: env_number(super::spawn_watch::ENV_SPAWN_TIMEOUT_MS, 0)?,
         })
     }
 
@@ -163,6 +168,12 @@ impl JobSettings {
     /// How long an availability edit must stay unchanged before the job acts on it.
     pub fn settle(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.settle_ms)
+    }
+
+    /// True when `rankmig run` watches the spawns of this job: each migration commits a
+    /// checkpoint first, to launch the job again from should the spawn hang.
+    pub fn spawns_watched(&self) -> bool {
+        self.run_dir.is_some() && self.spawn_timeout_ms > 0
     }
 
     /// True when the job watches an availability file and may migrate.

@@ -11,8 +11,13 @@
 //! on stderr sometimes name the node ("... on node NAME ..."), sometimes not ("ORTE was
 //! unable to reliably start one or more daemons"); the lost hosts are those named and
 //! those that no longer answer a probe ([`super::probe`]).
+//!
+//! A migration whose spawn has not completed after `--spawn-timeout` is stopped, and
+//! the job launched again from the checkpoint the ranks committed before that spawn
+//! ([`super::spawn_watch`]).
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +28,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use super::launch::{LaunchError, RELAUNCH_REQUEST, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
+use super::spawn_watch;
 
 /// How long `mpirun` has to stop the job after a forwarded signal before everything
 /// below it is killed.
@@ -166,6 +172,7 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
     let progress = {
         let running = Arc::clone(&running);
         let mut reader = ProgressReader::new(&spec.run_dir);
+        let mut spawn_watch = SpawnWatch::new(spec, pid);
         std::thread::spawn(move || {
             loop {
                 let last_round = !running.load(Ordering::SeqCst);
@@ -175,6 +182,7 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
                 if last_round {
                     break;
                 }
+                spawn_watch.check();
                 std::thread::sleep(PROGRESS_POLL);
             }
         })
@@ -198,6 +206,49 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
         lost_hosts,
         stopped_by: (signal != 0).then_some(signal),
     })
+}
+
+/// Stops a job whose spawn has not completed within the spawn timeout, and asks for
+/// its launch again from the checkpoint the ranks committed before the spawn (see
+/// [`super::spawn_watch`]).
+struct SpawnWatch {
+    run_dir: PathBuf,
+    /// `None`: not watched (`--spawn-timeout 0`, or already acted on).
+    timeout: Option<Duration>,
+    mpirun: i32,
+}
+
+impl SpawnWatch {
+    fn new(spec: &RunSpec, mpirun: i32) -> Self {
+        // A marker left by an earlier launch that was stopped is not this one's.
+        spawn_watch::end(&spec.run_dir);
+        Self {
+            run_dir: spec.run_dir.clone(),
+            timeout: (spec.spawn_timeout_ms > 0)
+                .then(|| Duration::from_millis(spec.spawn_timeout_ms)),
+            mpirun,
+        }
+    }
+
+    /// Acts once, when the spawn under way is overdue.
+    fn check(&mut self) {
+        let Some(timeout) = self.timeout else { return };
+        let Some(what) = spawn_watch::overdue(&self.run_dir, timeout) else {
+            return;
+        };
+        self.timeout = None;
+        let why = format!(
+            "the spawn of {what} has not completed after {} s (Open MPI 4.1 with PMIx 4 can hang there)",
+            timeout.as_secs_f64()
+        );
+        log::warn!("{why}: stopping the job");
+        let request = self.run_dir.join(RELAUNCH_REQUEST);
+        if let Err(e) = std::fs::write(&request, format!("{why}\n")) {
+            log::error!("cannot write {}: {e}", request.display());
+        }
+        spawn_watch::end(&self.run_dir);
+        kill_tree(self.mpirun as u32);
+    }
 }
 
 /// Copies `mpirun`'s stderr to ours and collects the hosts its failure messages name.

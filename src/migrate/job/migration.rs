@@ -106,6 +106,8 @@ impl Job {
         let migration_start = Instant::now();
         let rank = self.comm.rank() as usize;
         let moves = spawn_order(plan);
+        // First: the checkpoint handed over to the new processes must be this one.
+        self.before_watched_spawn(state, moves.len())?;
         let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
         let leaving = leavers.contains(&rank);
         let state_bytes = if leaving {
@@ -129,7 +131,9 @@ impl Job {
         let args: Vec<String> = std::env::args().skip(1).collect();
         let mut phases = PhaseTimes::default();
         let groups = spawn_groups(&moves, self.settings.multi_host());
-        let inter = match protocol::spawn(&self.comm, &program, &args, &groups) {
+        let spawned = protocol::spawn(&self.comm, &program, &args, &groups);
+        self.after_watched_spawn();
+        let inter = match spawned {
             Ok(inter) => inter,
             Err(e) => {
                 let message = e.to_string();
@@ -190,6 +194,41 @@ impl Job {
                 monitor::mark_reconfiguration();
                 Ok(())
             }
+        }
+    }
+
+    /// When `rankmig run` watches the spawns ([`crate::migrate::spawn_watch`]): commits a
+    /// checkpoint of every rank, to launch the job again from should the spawn of
+    /// `processes` processes never complete, and rank 0 marks the spawn as begun.
+    /// Collective.
+    fn before_watched_spawn<T: Serialize>(
+        &mut self,
+        state: &T,
+        processes: usize,
+    ) -> Result<(), MigrateError> {
+        if !self.settings.spawns_watched() {
+            return Ok(());
+        }
+        self.ckpt.save_now(state)?;
+        self.ckpt.finalize()?;
+        if let (true, Some(dir)) = (self.is_root(), &self.settings.run_dir) {
+            let what = format!(
+                "migration {} at iteration {}: {processes} process(es)",
+                self.reconfigurations + 1,
+                self.calls
+            );
+            crate::migrate::spawn_watch::begin(dir, &what);
+        }
+        Ok(())
+    }
+
+    /// Rank 0: the spawn returned (whether it worked or not).
+    fn after_watched_spawn(&self) {
+        if !self.settings.spawns_watched() {
+            return;
+        }
+        if let (true, Some(dir)) = (self.is_root(), &self.settings.run_dir) {
+            crate::migrate::spawn_watch::end(dir);
         }
     }
 
