@@ -103,11 +103,14 @@ impl Job {
         change: &str,
     ) -> Result<(), MigrateError> {
         self.ckpt.finalize()?;
+        let moves = spawn_order(plan);
+        // First: the checkpoint handed over to the new processes must be this one. Its
+        // time counts in the iteration's migration time, not in the recorded phases.
+        let guard_start = Instant::now();
+        self.before_watched_spawn(state, moves.len())?;
+        let guard = guard_start.elapsed().as_secs_f64();
         let migration_start = Instant::now();
         let rank = self.comm.rank() as usize;
-        let moves = spawn_order(plan);
-        // First: the checkpoint handed over to the new processes must be this one.
-        self.before_watched_spawn(state, moves.len())?;
         let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
         let leaving = leavers.contains(&rank);
         let state_bytes = if leaving {
@@ -140,7 +143,7 @@ impl Job {
                 if self.is_root() {
                     log::warn!("migration abandoned, every rank stays: {message}");
                 }
-                self.charge(scheduling, migration_start.elapsed().as_secs_f64());
+                self.charge(scheduling, guard + migration_start.elapsed().as_secs_f64());
                 self.record(Outcome {
                     detail: Some(message),
                     ..Outcome::of_plan("spawn failed", change, plan, scheduling)
@@ -164,7 +167,7 @@ impl Job {
             &mut phases,
             migration_start,
         );
-        self.charge(scheduling, migration_start.elapsed().as_secs_f64());
+        self.charge(scheduling, guard + migration_start.elapsed().as_secs_f64());
         // The old rank 0 measured every phase: it records, whether it stays or leaves.
         self.reconfigurations += 1;
         self.placement = Some(plan.placement.clone());
