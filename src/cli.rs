@@ -445,7 +445,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 3.0, value_parser = parse_settle)]
     pub settle: f64,
     /// Stop the job and launch it again if a migration's spawn has not completed after
-    /// SECONDS (0 to one day; 0 = never). Every migration then first commits a
+    /// SECONDS (0 to one day; 0 = never). Unless 0, every migration first commits a
     /// checkpoint of all ranks, and the job is launched again from it, placed for the
     /// current availability. Open MPI 4.1 with PMIx 4 can leave a spawn hanging for
     /// ever; a spawn of a few processes takes 0.3 to 2 s on one host.
