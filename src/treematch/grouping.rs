@@ -357,9 +357,10 @@ fn refine(graph: &SymGraph, request: &LevelRequest, groups: &mut [Vec<u32>], pas
                 }
                 budget = budget.saturating_sub(graph.degree(vi));
                 let (w_va, w_vb, w_uv) = weights_of(graph, vi, a as u32, b as u32, u, &group_of);
-                let swap_gain = (w_ub - w_ua) + (w_va - w_vb) - 2.0 * w_uv;
-                if swap_gain > 1e-9 * (1.0 + w_ub) && best.is_none_or(|(g, _)| swap_gain > g) {
-                    best = Some((swap_gain, v));
+                if let Some(gain) = swap_gain(w_ua, w_ub, w_va, w_vb, w_uv)
+                    && best.is_none_or(|(g, _)| gain > g)
+                {
+                    best = Some((gain, v));
                 }
             }
             if let Some((_, v)) = best {
@@ -441,9 +442,10 @@ fn refine_with_table(
                 let w_uv = to_u[vi];
                 let w_va = weight[vi * g_count + a] - w_uv;
                 let w_vb = weight[vi * g_count + b];
-                let swap_gain = (w_ub - w_ua) + (w_va - w_vb) - 2.0 * w_uv;
-                if swap_gain > 1e-9 * (1.0 + w_ub) && best.is_none_or(|(g, _)| swap_gain > g) {
-                    best = Some((swap_gain, v));
+                if let Some(gain) = swap_gain(w_ua, w_ub, w_va, w_vb, w_uv)
+                    && best.is_none_or(|(g, _)| gain > g)
+                {
+                    best = Some((gain, v));
                 }
             }
             for (x, _) in graph.neighbors(u) {
@@ -455,16 +457,14 @@ fn refine_with_table(
                 towards.fill(graph, u, &group_of);
                 let (w_ua, w_ub) = (towards.get(a), towards.get(b));
                 let (w_va, w_vb, w_uv) = weights_of(graph, vi, a as u32, b as u32, u, &group_of);
-                let swap_gain = (w_ub - w_ua) + (w_va - w_vb) - 2.0 * w_uv;
-                if swap_gain > 1e-9 * (1.0 + w_ub) {
-                    for (unit, from, to) in [(u, a, b), (vi, b, a)] {
-                        for (x, w) in graph.neighbors(unit) {
-                            weight[x * g_count + from] -= w;
-                            weight[x * g_count + to] += w;
-                            links[x * g_count + from] -= 1;
-                            links[x * g_count + to] += 1;
-                        }
-                    }
+                if swap_gain(w_ua, w_ub, w_va, w_vb, w_uv).is_some() {
+                    let mut table = GroupTable {
+                        weight: &mut weight,
+                        links: &mut links,
+                        groups: g_count,
+                    };
+                    table.moved(graph, u, a, b);
+                    table.moved(graph, vi, b, a);
                     swap(groups, &mut group_of, &mut position, u, vi);
                     improved = true;
                 }
@@ -475,6 +475,35 @@ fn refine_with_table(
         }
         if !improved {
             break;
+        }
+    }
+}
+
+/// The gain in weight kept inside groups of swapping unit u (in group a) with unit v (in
+/// group b), from the weights u→a, u→b, v→a (without u), v→b and u→v; `None` unless it
+/// is above rounding noise.
+fn swap_gain(w_ua: f64, w_ub: f64, w_va: f64, w_vb: f64, w_uv: f64) -> Option<f64> {
+    let gain = (w_ub - w_ua) + (w_va - w_vb) - 2.0 * w_uv;
+    (gain > 1e-9 * (1.0 + w_ub)).then_some(gain)
+}
+
+/// [`refine_with_table`]'s table: `weight[x * groups + g]`, the weight from unit x to
+/// the units of group g, and `links[..]`, how many of them x has an edge to.
+struct GroupTable<'a> {
+    weight: &'a mut [f64],
+    links: &'a mut [u32],
+    groups: usize,
+}
+
+impl GroupTable<'_> {
+    /// `unit` moved from group `from` to group `to`: its neighbours' rows follow.
+    fn moved(&mut self, graph: &SymGraph, unit: usize, from: usize, to: usize) {
+        for (x, w) in graph.neighbors(unit) {
+            let row = x * self.groups;
+            self.weight[row + from] -= w;
+            self.weight[row + to] += w;
+            self.links[row + from] -= 1;
+            self.links[row + to] += 1;
         }
     }
 }
