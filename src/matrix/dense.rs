@@ -153,8 +153,6 @@ impl Rows {
         Ok(column)
     }
 
-    /// Closes the row of `columns` values read from line `line`: the first row sets the
-    /// order, every other must match it.
     /// Reserves room for every nonzero an `order`-rank text of the input's length can
     /// hold: at most `order × (order − 1)`, and at most one per two bytes (a digit and
     /// a separator).
@@ -167,6 +165,8 @@ impl Rows {
         self.prefault = huge_pages::Prefault::start(&self.columns, &self.values);
     }
 
+    /// Closes the row of `columns` values read from line `line`: the first row sets the
+    /// order (and the room reserved), every other must match it.
     fn end_row(&mut self, line: usize, columns: usize) -> Result<Next, MatrixError> {
         match self.order {
             None => {

@@ -104,7 +104,7 @@ pub(super) fn for_each_line(
         let complete = if at_end {
             filled
         } else {
-            match buf[..filled].iter().rposition(|&b| b == b'\n') {
+            match memchr::memrchr(b'\n', &buf[..filled]) {
                 Some(p) => p + 1,
                 None => continue,
             }
