@@ -89,6 +89,16 @@ impl RunSpec {
 /// from the checkpoint they just took (see [`super::job::history`]); it holds the reason.
 pub const RELAUNCH_REQUEST: &str = "relaunch-request";
 
+/// Asks `rankmig run` to launch the job of `run_dir` again from its newest complete
+/// checkpoint, saying `why` ([`RELAUNCH_REQUEST`]). A failure to write is logged: the
+/// job then ends without being launched again.
+pub fn request_relaunch(run_dir: &Path, why: &str) {
+    let path = run_dir.join(RELAUNCH_REQUEST);
+    if let Err(e) = std::fs::write(&path, format!("{why}\n")) {
+        log::error!("cannot write {}: {e}", path.display());
+    }
+}
+
 /// The default time between two availability checks: one second.
 pub const DEFAULT_CHECK_INTERVAL_MS: u64 = 1000;
 

@@ -242,10 +242,7 @@ impl SpawnWatch {
             timeout.as_secs_f64()
         );
         log::warn!("{why}: stopping the job");
-        let request = self.run_dir.join(RELAUNCH_REQUEST);
-        if let Err(e) = std::fs::write(&request, format!("{why}\n")) {
-            log::error!("cannot write {}: {e}", request.display());
-        }
+        super::launch::request_relaunch(&self.run_dir, &why);
         spawn_watch::end(&self.run_dir);
         kill_tree(self.mpirun as u32);
     }

@@ -212,9 +212,8 @@ impl Job {
         if !self.settings.spawns_watched() {
             return Ok(());
         }
-        self.ckpt.save_now(state)?;
-        self.ckpt.finalize()?;
-        if let (true, Some(dir)) = (self.is_root(), &self.settings.run_dir) {
+        self.commit_checkpoint_now(state)?;
+        if let Some(dir) = self.spawn_marker_dir() {
             let what = format!(
                 "migration {} at iteration {}: {processes} process(es)",
                 self.reconfigurations + 1,
@@ -227,12 +226,16 @@ impl Job {
 
     /// Rank 0: the spawn returned (whether it worked or not).
     fn after_watched_spawn(&self) {
-        if !self.settings.spawns_watched() {
-            return;
-        }
-        if let (true, Some(dir)) = (self.is_root(), &self.settings.run_dir) {
+        if let Some(dir) = self.spawn_marker_dir() {
             crate::migrate::spawn_watch::end(dir);
         }
+    }
+
+    /// Where rank 0 marks its spawns: the run directory when `rankmig run` watches
+    /// them, on rank 0 only.
+    fn spawn_marker_dir(&self) -> Option<&std::path::Path> {
+        let watched = self.is_root() && self.settings.spawns_watched();
+        self.settings.run_dir.as_deref().filter(|_| watched)
     }
 
     /// Rank 0: the messages for the new processes, in the order of the leavers.

@@ -297,6 +297,13 @@ impl Job {
         Ok(())
     }
 
+    /// Saves `state` now and commits the epoch before returning. Collective.
+    fn commit_checkpoint_now<T: Serialize>(&mut self, state: &T) -> Result<(), MigrateError> {
+        self.ckpt.save_now(state)?;
+        self.ckpt.finalize()?;
+        Ok(())
+    }
+
     /// Waits for the last checkpoint and writes the last records. Collective.
     pub fn finalize(&mut self) -> Result<(), MigrateError> {
         let _rankmig_traffic_is_not_counted = Paused::new();

@@ -117,19 +117,13 @@ impl Job {
         if self.is_root() {
             log::warn!("{why}: the job restarts from a checkpoint taken now instead");
         }
-        self.ckpt.save_now(state)?;
-        self.ckpt.finalize()?;
+        self.commit_checkpoint_now(state)?;
         self.record(Outcome {
             detail: Some(why.clone()),
             ..Outcome::of_plan("relaunch", change, plan, scheduling)
         });
-        if self.is_root() {
-            if let Some(dir) = &self.settings.run_dir {
-                let path = dir.join(super::super::launch::RELAUNCH_REQUEST);
-                if let Err(e) = std::fs::write(&path, format!("{why}\n")) {
-                    log::error!("cannot write {}: {e}", path.display());
-                }
-            }
+        if let (true, Some(dir)) = (self.is_root(), &self.settings.run_dir) {
+            super::super::launch::request_relaunch(dir, &why);
         }
         self.comm.barrier();
         self.flush_records();
