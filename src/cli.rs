@@ -394,9 +394,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub hostfile: Option<PathBuf>,
     /// Run every host of the allocation as a UTS namespace of this machine, reached by
-    /// Open MPI through `rankmig emulated-host` (needs root or user namespaces).
+    /// the MPI launcher through `rankmig emulated-host` (needs root or user namespaces).
     #[arg(long)]
     pub emulated_cluster: bool,
+    /// The MPI implementation that launches the job: `openmpi4` (Open MPI 4.1 and older,
+    /// `mpirun`), `openmpi5` (Open MPI 5, `mpirun`) or `mpich` (MPICH and MPIs that
+    /// launch with hydra, `mpiexec`). Default: found from `mpirun --version`, else
+    /// `mpiexec --version`, of the launcher first on PATH. The program must be built
+    /// against the same MPI.
+    #[arg(long, value_name = "IMPLEMENTATION", value_parser = parse_mpi, conflicts_with = "restart")]
+    pub mpi: Option<rankmig::launcher::MpiImplementation>,
     /// The tree of every node for planning: `live`, `xml:FILE` or `synthetic:STRING`.
     /// Default with an allocation: live trees (this machine's for the initial
     /// placement; for later plans each host's own, gathered from its ranks, and rank 0's
@@ -408,13 +415,16 @@ pub struct RunArgs {
     /// cache shared by two or more cores is a level, as in `rankmig map --help`).
     #[arg(long, conflicts_with = "restart")]
     pub no_shared_caches: bool,
-    /// Pass ARG to mpirun (repeatable; also RANKMIG_MPIRUN_ARGS, whitespace separated).
-    /// OMPI_MCA_* variables of the environment reach mpirun as they are.
+    /// Pass ARG to the launcher, mpirun or mpiexec (repeatable; also
+    /// RANKMIG_MPIRUN_ARGS, whitespace separated). The environment reaches the launcher
+    /// as it is (OMPI_MCA_*, PRTE_MCA_*, MPIR_CVAR_*, HYDRA_* variables among it).
     #[arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub mpirun_args: Vec<String>,
-    /// When the job fails because hosts were lost (named in Open MPI's messages, or not
-    /// answering `true` through RANKMIG_PROBE_AGENT, else OMPI_MCA_plm_rsh_agent, else
-    /// ssh), restart from the newest complete checkpoint without them, at most N times.
+    /// When the job fails because hosts were lost (named in the launcher's messages, or
+    /// not answering `true` through RANKMIG_PROBE_AGENT, else the launcher's agent
+    /// variable: OMPI_MCA_plm_rsh_agent, PRTE_MCA_plm_ssh_agent or HYDRA_LAUNCHER_EXEC,
+    /// else ssh), restart from the newest complete checkpoint without them, at most N
+    /// times.
     /// A failure with every host answering is not restarted.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub auto_restart: u32,
@@ -448,7 +458,7 @@ pub struct RunArgs {
     /// SECONDS (0 to one day; 0 = never). Unless 0, every migration first commits a
     /// checkpoint of all ranks, and the job is launched again from it, placed for the
     /// current availability. Open MPI 4.1 with PMIx 4 can leave a spawn hanging for
-    /// ever; a spawn of a few processes takes 0.3 to 2 s on one host.
+    /// ever; a spawn of a few processes takes 0.1 to 2 s on one host.
     #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = parse_spawn_timeout)]
     pub spawn_timeout: f64,
     /// Look at the availability file every N `checkpoint!` calls instead of by time.
@@ -468,9 +478,12 @@ pub struct RunArgs {
     pub program: Vec<String>,
 }
 
-/// Arguments of `rankmig emulated-host` (Open MPI calls it as an rsh agent).
+/// Arguments of `rankmig emulated-host` (the MPI launcher calls it as an rsh agent).
 #[derive(Debug, Args)]
 pub struct EmulatedHostArgs {
+    /// Ignored, as `ssh -x` (no X11 forwarding): hydra passes it.
+    #[arg(short = 'x', hide = true)]
+    pub no_x11: bool,
     /// The emulated host's name.
     pub host: String,
     /// The command to run there (given to /bin/sh -c, as ssh does).
@@ -486,6 +499,12 @@ pub struct ReportArgs {
     /// Where to write the SVG chart (default: RUN_DIR/report.svg).
     #[arg(long)]
     pub svg: Option<PathBuf>,
+}
+
+/// An MPI implementation's name.
+fn parse_mpi(text: &str) -> Result<rankmig::launcher::MpiImplementation, String> {
+    text.parse()
+        .map_err(|e: rankmig::launcher::LauncherError| e.to_string())
 }
 
 /// A settle time: seconds, from 0 to one hour.

@@ -68,11 +68,13 @@ pub enum CliError {
     #[error("{0}")]
     HostDown(String),
     #[error(transparent)]
-    Launch(#[from] rankmig::migrate::launch::LaunchError),
+    Launch(#[from] rankmig::supervisor::launch::LaunchError),
     #[error(transparent)]
-    Allocation(#[from] rankmig::migrate::allocation::AllocationError),
+    Allocation(#[from] rankmig::allocation::AllocationError),
     #[error(transparent)]
-    Report(#[from] rankmig::migrate::report::ReportError),
+    Mpi(#[from] rankmig::launcher::LauncherError),
+    #[error(transparent)]
+    Report(#[from] rankmig::report::ReportError),
     #[error("{}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -511,8 +513,8 @@ fn run_inspect(args: &InspectArgs) -> Result<(), CliError> {
 }
 
 fn run_job(args: &RunArgs) -> Result<(), CliError> {
-    use rankmig::migrate::allocation::Allocation;
-    use rankmig::migrate::launch::{RunSpec, absolute, load_spec};
+    use rankmig::allocation::Allocation;
+    use rankmig::supervisor::launch::{RunSpec, absolute, load_spec};
     let (mut spec, restart) = match &args.restart {
         Some(dir) => (load_spec(dir)?, true),
         None => {
@@ -542,6 +544,10 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 no_shared_caches: args.no_shared_caches,
                 lost_hosts: Vec::new(),
                 spawn_timeout_ms: (args.spawn_timeout * 1000.0).round() as u64,
+                mpi: match args.mpi {
+                    Some(mpi) => mpi,
+                    None => rankmig::launcher::detect()?,
+                },
             };
             (spec, false)
         }
@@ -554,10 +560,10 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
     }
     if !restart {
         // Last: --force removes the earlier records only once the new run can start.
-        rankmig::migrate::launch::check_program(&spec)?;
-        rankmig::migrate::launch::claim_run_dir(&spec.run_dir, args.force)?;
+        rankmig::supervisor::launch::check_program(&spec)?;
+        rankmig::supervisor::launch::claim_run_dir(&spec.run_dir, args.force)?;
     }
-    let code = rankmig::migrate::supervise::run(&mut spec, restart, args.auto_restart)?;
+    let code = rankmig::supervisor::supervise::run(&mut spec, restart, args.auto_restart)?;
     eprintln!(
         "rankmig: run recorded in {} (rankmig report {})",
         spec.run_dir.display(),
@@ -569,9 +575,9 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Sets the Open MPI variables of an emulated cluster in this process's environment
-/// (mpirun inherits them).
-fn emulate_cluster(spec: &rankmig::migrate::launch::RunSpec) -> Result<(), CliError> {
+/// Sets the launcher's variables of an emulated cluster in this process's environment
+/// (the launcher inherits them).
+fn emulate_cluster(spec: &rankmig::supervisor::launch::RunSpec) -> Result<(), CliError> {
     if spec.allocation.is_none() {
         return Err(CliError::Usage(
             "--emulated-cluster needs an allocation: give --hostfile".into(),
@@ -584,8 +590,13 @@ fn emulate_cluster(spec: &rankmig::migrate::launch::RunSpec) -> Result<(), CliEr
     }
     let exe = std::env::current_exe()
         .map_err(|e| CliError::Runtime(format!("cannot find rankmig's own executable: {e}")))?;
-    let agent = format!("{} emulated-host", exe.display());
-    for (k, v) in rankmig::emulated_cluster::mpirun_settings(&agent) {
+    let agent = rankmig::emulated_cluster::write_agent(&spec.run_dir, &exe).map_err(|source| {
+        CliError::Write {
+            path: spec.run_dir.join("emulated-host"),
+            source,
+        }
+    })?;
+    for (k, v) in rankmig::emulated_cluster::settings(spec.launcher(), &agent) {
         // SAFETY: single-threaded here, before mpirun is started.
         unsafe { std::env::set_var(k, v) };
     }
@@ -593,7 +604,7 @@ fn emulate_cluster(spec: &rankmig::migrate::launch::RunSpec) -> Result<(), CliEr
 }
 
 fn run_report(args: &ReportArgs) -> Result<(), CliError> {
-    use rankmig::migrate::report::{read_run, svg, table};
+    use rankmig::report::{read_run, svg, table};
     let report = read_run(&args.run_dir)?;
     let chart = svg(&report)?;
     print!("{}", table(&report));

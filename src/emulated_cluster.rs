@@ -1,40 +1,48 @@
 //! An emulated cluster on one machine: each host of the allocation is a UTS namespace
-//! with its own host name, reached by Open MPI through an rsh agent.
+//! with its own host name, reached by the MPI launcher through an rsh agent.
 //!
-//! `rankmig run --emulated-cluster` sets Open MPI's `plm_rsh_agent` to `rankmig
-//! emulated-host`, which Open MPI calls as `rankmig emulated-host HOST COMMAND...` (as it
-//! would call `ssh HOST COMMAND...`): the command runs in a new UTS namespace whose host
-//! name is `HOST`, so Open MPI's daemon, and every rank it starts, sees itself on
-//! `HOST`. The runtime and TCP use loopback. No `/etc/hosts` entry is needed. It needs
-//! the right to create namespaces (root, or unprivileged user namespaces).
+//! `rankmig run --emulated-cluster` writes the agent script `RUN_DIR/emulated-host`
+//! ([`write_agent`]), which runs `rankmig emulated-host`, and sets it as the launcher's
+//! agent ([`settings`]). The launcher calls it as it would call `ssh HOST COMMAND...`
+//! (hydra adds `-x` first): the command runs in a new UTS namespace whose host name is
+//! `HOST`, so the launcher's daemon, and every rank it starts, sees itself on `HOST`.
+//! No `/etc/hosts` entry is needed. It needs the right to create namespaces (root, or
+//! unprivileged user namespaces).
 //!
 //! A process's host can be read from outside with `nsenter -t PID -u hostname`, or by
 //! [`host_of`].
 //!
 //! A host is switched off by listing its name in the file named by
 //! [`ENV_DOWN_HOSTS`] (one per line) and killing its processes: `rankmig emulated-host`
-//! then refuses it as `ssh` refuses a host that does not answer (exit 255), so Open
-//! MPI cannot start a daemon there and a probe finds it lost.
+//! then refuses it as `ssh` refuses a host that does not answer (exit 255), so the
+//! launcher cannot start a daemon there and a probe finds it lost.
 
 use std::ffi::CString;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The Open MPI settings that make `mpirun` reach the hosts of an emulated cluster
-/// through `agent` (the command line of `rankmig emulated-host`).
-///
-/// `mpi_yield_when_idle` matters: the emulated hosts share this machine's cores, and
-/// without it 8 ranks on 4 hosts of 2 cores took 38 ms per Jacobi iteration instead of
-/// under 1 ms.
-pub fn mpirun_settings(agent: &str) -> Vec<(String, String)> {
-    [
-        ("OMPI_MCA_plm_rsh_agent", agent),
-        ("OMPI_MCA_oob_tcp_if_include", "lo"),
-        ("OMPI_MCA_btl_tcp_if_include", "lo"),
-        ("OMPI_MCA_mpi_yield_when_idle", "1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect()
+use crate::launcher::Launcher;
+
+/// The variables that make `launcher` reach the hosts of an emulated cluster through
+/// `agent` (the path of the script [`write_agent`] wrote), with the network settings
+/// the launcher needs when hosts share this machine's cores and network.
+pub fn settings(launcher: &dyn Launcher, agent: &Path) -> Vec<(String, String)> {
+    let mut vars = launcher.agent_settings(&agent.display().to_string());
+    vars.extend(launcher.emulated_cluster_settings());
+    vars
+}
+
+/// Writes `dir/emulated-host`, an executable script that runs `rankmig emulated-host`
+/// of the executable `rankmig` with its arguments (one path, as hydra wants its agent).
+pub fn write_agent(dir: &Path, rankmig: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("emulated-host");
+    let quoted = rankmig.display().to_string().replace('\'', "'\\''");
+    let script = format!("#!/bin/sh\nexec '{quoted}' emulated-host \"$@\"\n");
+    std::fs::write(&path, script)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(path)
 }
 
 /// True when this machine lets this process create a UTS namespace (checked by

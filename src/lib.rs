@@ -4,20 +4,28 @@
 //! and go, keeping the rank count, and chooses where each rank lands from how the ranks
 //! communicate and from the hardware tree (hwloc), with a two-step TreeMatch mapper.
 //!
-//! Module layering (dependencies point downwards only):
+//! Module layering (a module uses only modules of its own layer's left or of the layers
+//! below it):
 //!
 //! | layer | modules |
 //! |---|---|
-//! | top | CLI (`src/main.rs`, [`cli`]) |
-//! | middle | [`checkpoint`] |
-//! | algorithm | [`treematch`] |
-//! | bottom | [`topology`], [`matrix`] |
+//! | programs | `rankmig` CLI (`src/main.rs`, `src/cli.rs`, `src/commands.rs`); [`supervisor`] (`rankmig run`); [`report`] (`rankmig report`); [`capi`] (C and Fortran interface) |
+//! | runtime in every rank | [`migrate`] (the job, migration protocol, run-directory records) |
+//! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`] |
+//! | planning | [`planner`] → [`treematch`] |
+//! | MPI implementations | [`launcher`] (one file each), [`emulated_cluster`] |
+//! | inputs and outputs | [`allocation`], [`availability`], [`topology`], [`matrix`], [`output`], [`lines`] |
+//!
+//! `supervisor` and `migrate` are two programs: the supervisor imports the runtime's
+//! contract (its settings and records), never the other way round.
 
+pub mod allocation;
 pub mod availability;
 #[cfg(feature = "mpi")]
 pub mod capi;
 pub mod checkpoint;
 pub mod emulated_cluster;
+pub mod launcher;
 pub mod lines;
 pub mod matrix;
 pub mod migrate;
@@ -25,5 +33,7 @@ pub mod migrate;
 pub mod monitor;
 pub mod output;
 pub mod planner;
+pub mod report;
+pub mod supervisor;
 pub mod topology;
 pub mod treematch;

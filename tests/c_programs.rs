@@ -221,7 +221,7 @@ fn killed_and_restarted(twin: Twin) {
 
 /// SIGKILL to `mpirun` and every process below it.
 fn kill_job(child: &mut Child) {
-    for pid in rankmig::migrate::supervise::descendants(child.id()) {
+    for pid in rankmig::supervisor::supervise::descendants(child.id()) {
         // SAFETY: kill(2) on a process of the job under test.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }

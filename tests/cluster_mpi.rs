@@ -14,7 +14,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{checksum, is_zombie, jacobi, mpi_lock, namespaces_available, per_host, rankmig};
-use rankmig::migrate::supervise::descendants;
+use rankmig::supervisor::supervise::descendants;
 
 const SIZE: &str = "128";
 const ITERS: &str = "60000";

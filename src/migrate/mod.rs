@@ -11,23 +11,19 @@
 //! communicators are freed, and the replaced processes exit. If the spawn fails, no rank
 //! leaves and the run directory records why.
 //!
-//! `rankmig run` ([`launch`]) starts such a job under `mpirun` with the options this
-//! needs and records the run; `rankmig report` ([`report`]) reads the record.
+//! This module is the runtime inside every application process. What differs between
+//! MPI implementations (how a replaced rank leaves, the spawn info keys, whether a spawn
+//! back onto a left host works) it asks [`crate::launcher`]. `rankmig run`
+//! ([`crate::supervisor`]) starts such a job with the settings of [`settings`] and reads
+//! what the ranks write to the run directory ([`record`], [`spawn_watch`]).
 
-pub mod allocation;
 #[cfg(feature = "mpi")]
 pub mod job;
-pub mod launch;
-pub mod mpirun;
-pub mod probe;
-pub mod progress;
 #[cfg(feature = "mpi")]
 pub mod protocol;
 pub mod record;
-pub mod report;
 pub mod settings;
 pub mod spawn_watch;
-pub mod supervise;
 
 #[cfg(feature = "mpi")]
 pub use job::Job;

@@ -8,6 +8,7 @@
 //!   reconfigurations.jsonl   one JSON object per availability change
 //!   iterations/rank-R.csv    iteration,compute_ns,scheduling_ns,migration_ns per rank
 //!   processes.csv            rank,pid,node,core,event,cpus of every process of the job
+//!   relaunch-request         the ranks ask rankmig run to launch the job again
 //! ```
 
 use std::fs::OpenOptions;
@@ -15,6 +16,20 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+/// File of the run directory by which the ranks ask `rankmig run` to launch the job again
+/// from the checkpoint they just took (see [`super::job::history`]); it holds the reason.
+pub const RELAUNCH_REQUEST: &str = "relaunch-request";
+
+/// Asks `rankmig run` to launch the job of `run_dir` again from its newest complete
+/// checkpoint, saying `why` ([`RELAUNCH_REQUEST`]). A failure to write is logged: the
+/// job then ends without being launched again.
+pub fn request_relaunch(run_dir: &Path, why: &str) {
+    let path = run_dir.join(RELAUNCH_REQUEST);
+    if let Err(e) = std::fs::write(&path, format!("{why}\n")) {
+        log::error!("cannot write {}: {e}", path.display());
+    }
+}
 
 /// Durations of the phases of one migration, in seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -13,6 +13,8 @@ pub const ENV_AVAILABILITY: &str = "RANKMIG_AVAILABILITY";
 pub const ENV_CHECK_EVERY: &str = "RANKMIG_CHECK_EVERY";
 /// Milliseconds between two availability checks when not paced by calls (default 1000).
 pub const ENV_CHECK_INTERVAL_MS: &str = "RANKMIG_CHECK_INTERVAL_MS";
+/// The default time between two availability checks: one second.
+pub const DEFAULT_CHECK_INTERVAL_MS: u64 = 1000;
 /// Format of `RANKMIG_MATRIX`: `auto` (default), `dense`, `edges` or `prof`.
 pub const ENV_MATRIX_FORMAT: &str = "RANKMIG_MATRIX_FORMAT";
 /// The initial placement file (`RANK NODE CORE`).
@@ -123,10 +125,7 @@ impl JobSettings {
         let check_spacing = match env_number(ENV_CHECK_EVERY, 0)? {
             0 => CheckSpacing::Millis(positive(
                 ENV_CHECK_INTERVAL_MS,
-                env_number(
-                    ENV_CHECK_INTERVAL_MS,
-                    super::launch::DEFAULT_CHECK_INTERVAL_MS,
-                )?,
+                env_number(ENV_CHECK_INTERVAL_MS, DEFAULT_CHECK_INTERVAL_MS)?,
             )?),
             calls => CheckSpacing::Calls(calls),
         };
@@ -252,6 +251,6 @@ pub enum CheckSpacing {
 impl Default for CheckSpacing {
     /// Paced by time, one check per second.
     fn default() -> Self {
-        Self::Millis(super::launch::DEFAULT_CHECK_INTERVAL_MS)
+        Self::Millis(DEFAULT_CHECK_INTERVAL_MS)
     }
 }

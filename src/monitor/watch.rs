@@ -264,7 +264,7 @@ impl AvailabilityWatcher {
         availability: Availability,
         origin: &str,
     ) -> Result<Availability, String> {
-        use crate::migrate::allocation::{check_hosts, without_lost_hosts};
+        use crate::allocation::{check_hosts, without_lost_hosts};
         if self.allocation.is_empty() {
             return Ok(availability);
         }

@@ -39,7 +39,7 @@ use crate::topology::Tree;
 use crate::treematch::MapError;
 
 pub use cost::{location_hops_on, placement_hop_bytes, placement_hop_bytes_on};
-pub use node_trees::NodeTrees;
+pub use node_trees::{NodeTrees, logical_node_tree};
 pub use placement::{Location, Placement, PlacementError};
 pub use steps::{Targets, place_leavers, select_leavers};
 

@@ -56,3 +56,27 @@ impl<'a> NodeTrees<'a> {
         self.by_node.keys().map(String::as_str)
     }
 }
+
+/// The flat tree of a logical node: as many leaves as the largest node of
+/// `availability` offers, and at least `at_least` (so cores already used by a running
+/// job stay valid).
+///
+/// ```
+/// use rankmig::availability::{Availability, AvailabilityFormat};
+/// let av = Availability::parse("n1 4\nn2 6\n", "av", AvailabilityFormat::Auto).unwrap();
+/// assert_eq!(rankmig::planner::logical_node_tree(&av, 1).unwrap().leaf_count(), 6);
+/// assert_eq!(rankmig::planner::logical_node_tree(&av, 8).unwrap().leaf_count(), 8);
+/// ```
+pub fn logical_node_tree(
+    availability: &crate::availability::Availability,
+    at_least: usize,
+) -> Result<Tree, crate::topology::TopologyError> {
+    let cores = availability
+        .nodes()
+        .iter()
+        .map(|n| n.cores)
+        .chain([at_least])
+        .max()
+        .unwrap_or(1);
+    Tree::from_arities(&[cores.max(1)])
+}

@@ -123,7 +123,7 @@ impl Job {
             ..Outcome::of_plan("relaunch", change, plan, scheduling)
         });
         if let (true, Some(dir)) = (self.is_root(), &self.settings.run_dir) {
-            super::super::launch::request_relaunch(dir, &why);
+            super::super::record::request_relaunch(dir, &why);
         }
         self.comm.barrier();
         self.flush_records();
@@ -180,9 +180,7 @@ impl Job {
             None if self.settings.multi_host() => {
                 TopologySpec::Live.load_with(LeafKind::Core, self.settings.cache_levels())
             }
-            None => {
-                super::super::launch::logical_node_tree(availability, self.settings.cores_per_node)
-            }
+            None => crate::planner::logical_node_tree(availability, self.settings.cores_per_node),
         };
         loaded.map_err(|e| e.to_string())
     }

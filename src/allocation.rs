@@ -10,7 +10,7 @@
 //! outside it is refused ([`Allocation::check`]).
 //!
 //! ```
-//! use rankmig::migrate::allocation::{Allocation, expand_hostlist};
+//! use rankmig::allocation::{Allocation, expand_hostlist};
 //! assert_eq!(expand_hostlist("n[1-3,7],login").unwrap(), ["n1", "n2", "n3", "n7", "login"]);
 //! let a = Allocation::from_slurm("n[01-02]", Some("4(x2)")).unwrap();
 //! assert_eq!(a.host_names(), ["n01", "n02"]);

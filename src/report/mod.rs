@@ -10,7 +10,9 @@ mod table;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::record::{IterationRecord, Reconfiguration, read_iterations, read_reconfigurations};
+use crate::migrate::record::{
+    IterationRecord, Reconfiguration, read_iterations, read_reconfigurations,
+};
 use crate::planner::Placement;
 
 pub use chart::svg;

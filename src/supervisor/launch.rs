@@ -1,11 +1,12 @@
 //! `rankmig run`: the run specification, the initial placement and the run directory.
 //!
 //! In multi-host mode (an allocation from `--hostfile`, Slurm or PBS: see
-//! [`super::allocation`]) the availability file names hosts of the allocation and each
-//! rank starts on its planned host ([`super::mpirun`]). Otherwise the nodes of the
-//! availability file are logical nodes of this host: every rank starts here and is told
-//! its logical node and core (`RANKMIG_PLACEMENT`); it binds itself accordingly.
-//! [`super::supervise`] runs `mpirun` and restarts after a lost host.
+//! [`crate::allocation`]) the availability file names hosts of the allocation and each
+//! rank starts on its planned host (the launcher of the job's MPI implementation,
+//! [`crate::launcher`], says how). Otherwise the nodes of the availability file are
+//! logical nodes of this host: every rank starts here and is told its logical node and
+//! core (`RANKMIG_PLACEMENT`); it binds itself accordingly. [`super::supervise`] runs
+//! the launcher and restarts after a lost host.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,13 +14,13 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::availability::{Availability, AvailabilityFormat};
-use crate::topology::{CacheLevels, LeafKind, TopologySpec};
+use crate::topology::{CacheLevels, LeafKind, TopologySpec, Tree};
 
-use super::allocation::{Allocation, AllocationError, without_lost_hosts};
-use super::mpirun::{self, LaunchFiles};
+use super::rank_environment::{rank_environment, user_launcher_args};
+use crate::allocation::{Allocation, AllocationError, without_lost_hosts};
+use crate::launcher::{JobLaunch, Launcher, MpiImplementation, launcher};
 use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
-use crate::planner::{Placement, place};
-use crate::topology::Tree;
+use crate::planner::{Placement, logical_node_tree, place};
 
 /// How a job is launched; saved as `run.json` so `--restart` can launch it again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,12 +70,21 @@ pub struct RunSpec {
     /// checkpoint taken before it (`--spawn-timeout`); 0 = not watched.
     #[serde(default = "default_spawn_timeout_ms")]
     pub spawn_timeout_ms: u64,
+    /// The MPI implementation that launches the job (`--mpi`, or found on `PATH`); an
+    /// older `run.json` without it was an Open MPI 4.1 run.
+    #[serde(default)]
+    pub mpi: MpiImplementation,
 }
 
 impl RunSpec {
     /// The cache levels of the node trees read from hwloc.
     pub fn cache_levels(&self) -> CacheLevels {
         CacheLevels::unless_dropped(self.no_shared_caches)
+    }
+
+    /// The launcher of the job's MPI implementation.
+    pub fn launcher(&self) -> &'static dyn Launcher {
+        launcher(self.mpi)
     }
 
     /// The hosts of `allocation` not found lost.
@@ -85,33 +95,16 @@ impl RunSpec {
     }
 }
 
-/// File of the run directory by which the ranks ask `rankmig run` to launch the job again
-/// from the checkpoint they just took (see [`super::job::history`]); it holds the reason.
-pub const RELAUNCH_REQUEST: &str = "relaunch-request";
-
-/// Asks `rankmig run` to launch the job of `run_dir` again from its newest complete
-/// checkpoint, saying `why` ([`RELAUNCH_REQUEST`]). A failure to write is logged: the
-/// job then ends without being launched again.
-pub fn request_relaunch(run_dir: &Path, why: &str) {
-    let path = run_dir.join(RELAUNCH_REQUEST);
-    if let Err(e) = std::fs::write(&path, format!("{why}\n")) {
-        log::error!("cannot write {}: {e}", path.display());
-    }
-}
-
-/// The default time between two availability checks: one second.
-pub const DEFAULT_CHECK_INTERVAL_MS: u64 = 1000;
-
 fn default_check_interval_ms() -> u64 {
-    DEFAULT_CHECK_INTERVAL_MS
+    crate::migrate::settings::DEFAULT_CHECK_INTERVAL_MS
 }
 
 fn default_settle_ms() -> u64 {
-    super::settings::DEFAULT_SETTLE_MS
+    crate::migrate::settings::DEFAULT_SETTLE_MS
 }
 
 fn default_spawn_timeout_ms() -> u64 {
-    super::spawn_watch::DEFAULT_SPAWN_TIMEOUT_MS
+    crate::migrate::spawn_watch::DEFAULT_SPAWN_TIMEOUT_MS
 }
 
 /// Why a run could not be launched.
@@ -152,9 +145,17 @@ pub enum LaunchError {
         /// The error.
         source: serde_json::Error,
     },
-    /// `mpirun` could not be started.
-    #[error("cannot start mpirun: {0} (is openmpi-bin installed?)")]
-    Mpirun(std::io::Error),
+    /// The launcher (`mpirun`, `mpiexec`) could not be started.
+    #[error("cannot start {program}: {source} (is an MPI installed and on PATH?)")]
+    Launcher {
+        /// The launch command.
+        program: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// rankmig's own signal handling could not be set up.
+    #[error("cannot watch signals: {0}")]
+    Signals(std::io::Error),
     /// The logical node tree could not be built.
     #[error(transparent)]
     Topology(#[from] crate::topology::TopologyError),
@@ -182,22 +183,6 @@ pub enum LaunchError {
 /// Absolute form of a path (relative to the current directory).
 pub fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
-}
-
-/// The flat tree of a logical node: as many leaves as the largest node offers, and at
-/// least `at_least` (so cores already used by a running job stay valid).
-pub fn logical_node_tree(
-    availability: &Availability,
-    at_least: usize,
-) -> Result<Tree, crate::topology::TopologyError> {
-    let cores = availability
-        .nodes()
-        .iter()
-        .map(|n| n.cores)
-        .chain([at_least])
-        .max()
-        .unwrap_or(1);
-    Tree::from_arities(&[cores.max(1)])
 }
 
 fn graph_for(spec: &RunSpec) -> Result<SymGraph, LaunchError> {
@@ -257,7 +242,7 @@ fn write(path: &Path, text: &str) -> Result<(), LaunchError> {
 }
 
 /// Prepares the run directory: `run.json`, the placement of this launch, the rankfile
-/// and (multi-host mode) the hostfile. Returns the `mpirun` command. `restart`
+/// and (multi-host mode) the launcher's hostfile. Returns the launch command. `restart`
 /// launches from the newest checkpoint.
 pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
     check_program(spec)?;
@@ -282,21 +267,31 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
         &spec.run_dir.join("rankfile"),
         &crate::output::plan::placement_rankfile(&placement),
     )?;
+    let launcher = spec.launcher();
     let hostfile = match &spec.allocation {
         Some(allocation) => {
             let path = spec.run_dir.join(format!("hostfile-{launch}.txt"));
-            let text = mpirun::sequential_hostfile(&placement, &spec.usable_hosts(allocation));
-            write(&path, &text)?;
+            write(
+                &path,
+                &launcher.hostfile(&placement, &spec.usable_hosts(allocation)),
+            )?;
             Some(path)
         }
         None => None,
     };
-    let files = LaunchFiles {
-        placement: &placement_path,
+    let env = rank_environment(spec, &placement_path, cores, restart);
+    let user_args = user_launcher_args(spec);
+    let mut cmd = launcher.command(&JobLaunch {
+        placement: &placement,
         hostfile: hostfile.as_deref(),
-        cores,
-    };
-    Ok(mpirun::command(spec, &files, restart))
+        env: &env,
+        user_args: &user_args,
+        program: &spec.program,
+    });
+    // The binary sets it for its own error messages; in the ranks it would make every
+    // topology load redirect their standard error for a moment.
+    cmd.env_remove("HWLOC_SYNTHETIC_VERBOSE");
+    Ok(cmd)
 }
 
 /// Launches from a checkpoint already made in `run_dir` (its `placement-restart-*`
@@ -327,7 +322,7 @@ pub fn check_program(spec: &RunSpec) -> Result<(), LaunchError> {
 }
 
 /// True when `program` names an executable file: a path (with a `/`), or a name found
-/// in one of the directories of `PATH`, as `mpirun` looks it up.
+/// in one of the directories of `PATH`, as the launcher looks it up.
 fn is_executable(program: &str) -> bool {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
@@ -347,7 +342,7 @@ const RUN_RECORDS: [&str; 6] = [
     "reconfigurations.jsonl",
     "processes.csv",
     "rankfile",
-    RELAUNCH_REQUEST,
+    crate::migrate::record::RELAUNCH_REQUEST,
     "iterations",
 ];
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::planner::Placement;
 
 use super::launch::RunSpec;
-use super::record::{Reconfiguration, read_reconfigurations};
+use crate::migrate::record::{Reconfiguration, read_reconfigurations};
 
 /// "8 ranks on 4 hosts (h1:2 h2:2 h3:2 h4:2)": the ranks per node of a placement.
 ///
@@ -24,7 +24,7 @@ use super::record::{Reconfiguration, read_reconfigurations};
 ///     Location { node: "a".into(), core: 0 },
 ///     Location { node: "a".into(), core: 1 },
 /// ]);
-/// assert_eq!(rankmig::migrate::progress::placement_summary(&p, "hosts"), "3 ranks on 2 hosts (a:2 b:1)");
+/// assert_eq!(rankmig::supervisor::progress::placement_summary(&p, "hosts"), "3 ranks on 2 hosts (a:2 b:1)");
 /// ```
 pub fn placement_summary(placement: &Placement, what: &str) -> String {
     let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();

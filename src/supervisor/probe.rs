@@ -1,18 +1,18 @@
-//! Is a host still there? Asked the way Open MPI reaches it: its rsh agent runs `true`
-//! on the host.
+//! Is a host still there? Asked the way the MPI launcher reaches it: its rsh agent runs
+//! `true` on the host.
 //!
-//! When a host dies unannounced, Open MPI 4.1 ends the job, but its messages do not
-//! always name the host (killing an emulated host's daemon and ranks gave "ORTE was
-//! unable to reliably start one or more daemons", naming none). After a failed launch,
-//! and before a restart, `rankmig run` probes the hosts of the allocation: a host the
-//! agent cannot run `true` on within [`PROBE_TIMEOUT`] is lost.
+//! When a host dies unannounced, the launcher ends the job, but its messages do not
+//! always name the host (Open MPI 4.1, killing an emulated host's daemon and ranks, gave
+//! "ORTE was unable to reliably start one or more daemons", naming none). After a failed
+//! launch, and before a restart, `rankmig run` probes the hosts of the allocation: a
+//! host the agent cannot run `true` on within [`PROBE_TIMEOUT`] is lost.
 //!
-//! The agent is `RANKMIG_PROBE_AGENT` if set, else Open MPI's `OMPI_MCA_plm_rsh_agent`
-//! (its first alternative when it lists several, `ssh : rsh`), else
-//! `ssh -o BatchMode=yes -o ConnectTimeout=10`. Where hosts are reached by another
-//! launcher (Slurm's `srun`, PBS's `tm`) and `ssh` between nodes is not allowed, every
-//! host would probe as lost: set `RANKMIG_PROBE_AGENT=none` there (then only hosts named
-//! in Open MPI's messages count as lost).
+//! The agent is `RANKMIG_PROBE_AGENT` if set, else the one the launcher's own variable
+//! sets ([`crate::launcher::Launcher::agent_in_env`]; its first alternative when it
+//! lists several, `ssh : rsh`), else `ssh -o BatchMode=yes -o ConnectTimeout=10`. Where
+//! hosts are reached by another launcher (Slurm's `srun`, PBS's `tm`) and `ssh` between
+//! nodes is not allowed, every host would probe as lost: set `RANKMIG_PROBE_AGENT=none`
+//! there (then only hosts named in the launcher's messages count as lost).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,7 +23,7 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 /// The agent to probe hosts with (`none`: no probing), before Open MPI's.
 pub const ENV_PROBE_AGENT: &str = "RANKMIG_PROBE_AGENT";
 
-/// The agent used when Open MPI's is not set.
+/// The agent used when the launcher's is not set.
 const DEFAULT_AGENT: [&str; 5] = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"];
 
 /// Runs `true` on hosts through an rsh-like agent.
@@ -35,11 +35,11 @@ pub struct HostProbe {
 }
 
 impl HostProbe {
-    /// The probe Open MPI's settings imply: `OMPI_MCA_plm_rsh_agent` from `env`, else
-    /// `ssh`. The value `none` switches probing off.
+    /// The probe for the agent command line `agent`, else `ssh`. The value `none`
+    /// switches probing off.
     ///
     /// ```
-    /// use rankmig::migrate::probe::HostProbe;
+    /// use rankmig::supervisor::probe::HostProbe;
     /// let p = HostProbe::from_agent(Some("/opt/rankmig emulated-host : rsh"));
     /// assert_eq!(p.agent(), ["/opt/rankmig", "emulated-host"]);
     /// assert_eq!(HostProbe::from_agent(None).agent()[0], "ssh");
@@ -63,12 +63,12 @@ impl HostProbe {
         }
     }
 
-    /// The probe of this process's environment: `RANKMIG_PROBE_AGENT`, else
-    /// `OMPI_MCA_plm_rsh_agent`, else `ssh`.
-    pub fn from_env() -> Self {
+    /// The probe of this process's environment: `RANKMIG_PROBE_AGENT`, else the agent
+    /// `launcher`'s variable sets, else `ssh`.
+    pub fn from_env(launcher: &dyn crate::launcher::Launcher) -> Self {
         let agent = std::env::var(ENV_PROBE_AGENT)
-            .or_else(|_| std::env::var("OMPI_MCA_plm_rsh_agent"))
-            .ok();
+            .ok()
+            .or_else(|| launcher.agent_in_env());
         Self::from_agent(agent.as_deref())
     }
 

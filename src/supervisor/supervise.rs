@@ -1,16 +1,16 @@
-//! Running `mpirun` for `rankmig run`: signals reach the whole job, a lost host is
-//! noticed, and with `--auto-restart N` the job restarts without it from its newest
-//! complete checkpoint.
+//! Running the launcher (`mpirun`, `mpiexec`) for `rankmig run`: signals reach the whole
+//! job, a lost host is noticed, and with `--auto-restart N` the job restarts without it
+//! from its newest complete checkpoint.
 //!
-//! `mpirun` runs in its own process group. SIGINT, SIGTERM and SIGHUP sent to
-//! `rankmig run` are forwarded to `mpirun`, which stops every rank on every host; if
-//! it has not ended [`STOP_GRACE`] later, `mpirun` and every process below it are
-//! killed.
+//! The launcher runs in its own process group. SIGINT, SIGTERM and SIGHUP sent to
+//! `rankmig run` are forwarded to it, and it stops every rank on every host; if it has
+//! not ended [`STOP_GRACE`] later, it and every process below it are killed.
 //!
-//! Open MPI 4.1 ends the whole job when a host's daemon or a rank dies. Its messages
-//! on stderr sometimes name the node ("... on node NAME ..."), sometimes not ("ORTE was
-//! unable to reliably start one or more daemons"); the lost hosts are those named and
-//! those that no longer answer a probe ([`super::probe`]).
+//! Every launcher ends the whole job when a host's daemon or a rank dies. Its messages
+//! on stderr sometimes name the host, sometimes not (Open MPI 4.1: "ORTE was unable to
+//! reliably start one or more daemons"); the lost hosts are those named (read by the
+//! launcher of the job's implementation) and those that no longer answer a probe
+//! ([`super::probe`]).
 //!
 //! A migration whose spawn has not completed after `--spawn-timeout` is stopped, and
 //! the job launched again from the checkpoint the ranks committed before that spawn
@@ -25,10 +25,12 @@ use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use super::launch::{LaunchError, RELAUNCH_REQUEST, RunSpec, prepare, save_spec};
+use super::launch::{LaunchError, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
-use super::spawn_watch;
+use crate::launcher::Launcher;
+use crate::migrate::record::{RELAUNCH_REQUEST, request_relaunch};
+use crate::migrate::spawn_watch;
 
 /// How long `mpirun` has to stop the job after a forwarded signal before everything
 /// below it is killed.
@@ -40,9 +42,9 @@ const PROGRESS_POLL: Duration = Duration::from_millis(300);
 /// How one launch ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchOutcome {
-    /// `mpirun`'s exit code (128 + signal when it was killed).
+    /// The launcher's exit code (128 + signal when it was killed).
     pub code: i32,
-    /// Hosts of the allocation that Open MPI reported lost or whose ranks died.
+    /// Hosts of the allocation that the launcher reported lost or whose ranks died.
     pub lost_hosts: Vec<String>,
     /// The signal `rankmig run` received and forwarded, if any.
     pub stopped_by: Option<i32>,
@@ -53,10 +55,10 @@ pub struct LaunchOutcome {
 ///
 /// In multi-host mode a restart (`restart`, or an automatic one) first probes the hosts
 /// of the allocation ([`HostProbe`]): those that do not answer are marked lost, get no
-/// daemon and no rank. After a failed launch the lost hosts are those Open MPI's
+/// daemon and no rank. After a failed launch the lost hosts are those the launcher's
 /// messages name and those that no longer answer.
 pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, LaunchError> {
-    let probe = HostProbe::from_env();
+    let probe = HostProbe::from_env(spec.launcher());
     if restart {
         let gone = newly_lost(spec, &[], &probe);
         if !gone.is_empty() {
@@ -73,7 +75,8 @@ pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, 
         let new = newly_lost(spec, &outcome.lost_hosts, &probe);
         if new.is_empty() {
             log::warn!(
-                "the job failed (mpirun exit {}) and every host still answers: not restarting",
+                "the job failed ({} exit {}) and every host still answers: not restarting",
+                spec.launcher().program(),
                 outcome.code
             );
             break;
@@ -91,7 +94,8 @@ pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, 
 }
 
 /// Launches, and launches again from the newest checkpoint each time the ranks ask for
-/// it ([`RELAUNCH_REQUEST`]: a migration Open MPI could not carry out by spawning).
+/// it ([`RELAUNCH_REQUEST`]: a migration the MPI implementation could not carry out by
+/// spawning, or a spawn that hung).
 fn launch_until_done(spec: &RunSpec, restart: bool) -> Result<LaunchOutcome, LaunchError> {
     let request = spec.run_dir.join(RELAUNCH_REQUEST);
     let _ = std::fs::remove_file(&request);
@@ -124,7 +128,7 @@ fn newly_lost(spec: &RunSpec, reported: &[String], probe: &HostProbe) -> Vec<Str
         .collect()
 }
 
-/// One `mpirun` launch, watched.
+/// One launch, watched.
 pub fn launch_once(spec: &RunSpec, restart: bool) -> Result<LaunchOutcome, LaunchError> {
     let mut cmd = prepare(spec, restart)?;
     supervise(&mut cmd, spec)
@@ -133,10 +137,15 @@ pub fn launch_once(spec: &RunSpec, restart: bool) -> Result<LaunchOutcome, Launc
 fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchError> {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0).stderr(Stdio::piped());
+    let launcher = spec.launcher();
+    let launch_error = |source| LaunchError::Launcher {
+        program: launcher.program(),
+        source,
+    };
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-        .map_err(LaunchError::Mpirun)?;
+        .map_err(LaunchError::Signals)?;
     let handle = signals.handle();
-    let mut child = cmd.spawn().map_err(LaunchError::Mpirun)?;
+    let mut child = cmd.spawn().map_err(launch_error)?;
     let pid = child.id() as i32;
     let received = Arc::new(AtomicI32::new(0));
     let forwarder = {
@@ -152,7 +161,10 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 if alive(pid) {
-                    log::warn!("mpirun did not stop the job: killing every process of it");
+                    log::warn!(
+                        "{} did not stop the job: killing every process of it",
+                        launcher.program()
+                    );
                     kill_tree(pid as u32);
                 }
             }
@@ -166,7 +178,7 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
             .as_ref()
             .map(|a| a.host_names())
             .unwrap_or_default();
-        std::thread::spawn(move || scan_stderr(stderr, &hosts, &lost))
+        std::thread::spawn(move || scan_stderr(stderr, launcher, &hosts, &lost))
     });
     let running = Arc::new(AtomicBool::new(true));
     let progress = {
@@ -187,7 +199,7 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
             }
         })
     };
-    let status = child.wait().map_err(LaunchError::Mpirun)?;
+    let status = child.wait().map_err(launch_error)?;
     running.store(false, Ordering::SeqCst);
     let _ = progress.join();
     handle.close();
@@ -238,23 +250,29 @@ impl SpawnWatch {
         };
         self.timeout = None;
         let why = format!(
-            "the spawn of {what} has not completed after {} s (Open MPI 4.1 with PMIx 4 can hang there)",
+            "the spawn of {what} has not completed after {} s (Open MPI 4.1 with PMIx 4 is known to hang there)",
             timeout.as_secs_f64()
         );
         log::warn!("{why}: stopping the job");
-        super::launch::request_relaunch(&self.run_dir, &why);
+        request_relaunch(&self.run_dir, &why);
         spawn_watch::end(&self.run_dir);
         kill_tree(self.mpirun as u32);
     }
 }
 
-/// Copies `mpirun`'s stderr to ours and collects the hosts its failure messages name.
-fn scan_stderr(stderr: impl std::io::Read, hosts: &[String], lost: &Mutex<Vec<String>>) {
+/// Copies the launcher's stderr to ours and collects the hosts its failure messages
+/// name.
+fn scan_stderr(
+    stderr: impl std::io::Read,
+    launcher: &dyn Launcher,
+    hosts: &[String],
+    lost: &Mutex<Vec<String>>,
+) {
     let mut out = std::io::stderr();
     for line in BufReader::new(stderr).lines() {
         let Ok(line) = line else { break };
         let _ = writeln!(out, "{line}");
-        if let Some(host) = failed_host(&line, hosts) {
+        if let Some(host) = launcher.lost_host(&line, hosts) {
             if let Ok(mut l) = lost.lock() {
                 if !l.contains(&host) {
                     l.push(host);
@@ -262,38 +280,6 @@ fn scan_stderr(stderr: impl std::io::Read, hosts: &[String], lost: &Mutex<Vec<St
             }
         }
     }
-}
-
-/// The host of the allocation a line of Open MPI's failure messages names: "lost
-/// communication with a remote daemon" (followed by "Remote daemon: ... on node
-/// NAME"), "... on node NAME exited on signal ...", "... ORTE daemon ... on node NAME".
-///
-/// ```
-/// use rankmig::migrate::supervise::failed_host;
-/// let hosts = ["h1".to_owned(), "h2".to_owned()];
-/// let l = "mpirun noticed that process rank 3 with PID 0 on node h2 exited on signal 9 (Killed).";
-/// assert_eq!(failed_host(l, &hosts), Some("h2".into()));
-/// assert_eq!(failed_host("  Remote daemon: [[1,0],2] on node h1", &hosts), Some("h1".into()));
-/// assert_eq!(failed_host("rank 0 on node h1 says hello", &hosts), None);
-/// ```
-pub fn failed_host(line: &str, hosts: &[String]) -> Option<String> {
-    let failure = [
-        "exited on signal",
-        "Remote daemon",
-        "lost communication",
-        "daemon",
-    ]
-    .iter()
-    .any(|w| line.contains(w));
-    if !failure {
-        return None;
-    }
-    let after = line.split("on node ").nth(1)?;
-    let name = after
-        .split(|c: char| c.is_whitespace() || c == ',' || c == ')')
-        .next()?
-        .trim_end_matches('.');
-    hosts.iter().find(|h| *h == name).cloned()
 }
 
 fn alive(pid: i32) -> bool {

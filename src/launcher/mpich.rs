@@ -1,0 +1,126 @@
+//! MPICH and its hydra process manager (`mpiexec`), as in MPICH 5.0.2 from PyPI; the
+//! MPIs built on MPICH that launch with hydra (Intel MPI, MVAPICH) take the same
+//! options.
+//!
+//! Facts this launcher relies on, checked on an emulated cluster:
+//! - Rank *i* starts on its planned host when the hostfile lists runs of consecutive
+//!   ranks as `HOST:COUNT` lines in rank order (`h2:1`, `h1:1`, `h2:2` puts ranks 0, 2
+//!   and 3 on h2); a host may appear more than once. Without a hostfile every rank
+//!   starts on this host. A spawn with info `host` starts its processes on that host,
+//!   also a host outside the hostfile ([`Capabilities::add_hosts`]), and also a host
+//!   the job's processes have left ([`Capabilities::spawn_onto_left_host`]).
+//! - hydra passes the caller's whole environment to the ranks by default; it rejects
+//!   Open MPI's `--allow-run-as-root`, `--mca`, `-x` and `--oversubscribe`, and runs as
+//!   root without a flag. `-bind-to none` together with a spawn fails ("duplicate
+//!   setting: binding"), so no binding option is given (hydra binds nothing by default).
+//! - A replaced rank that exits without `MPI_Finalize` ends the job ("BAD TERMINATION
+//!   ... EXIT CODE: 9"); it calls `MPI_Finalize`, made non-collective by
+//!   `MPIR_CVAR_NO_COLLECTIVE_FINALIZE=1`, then exits.
+//! - The agent is `HYDRA_LAUNCHER=ssh` with `HYDRA_LAUNCHER_EXEC=AGENT`, one executable
+//!   path (hydra does not split it into words), called as `AGENT -x HOST "COMMAND"`.
+//! - Its failure messages name a lost host as `RUNNING AT HOST` or `connect to host HOST`.
+
+use std::fmt::Write as _;
+use std::process::Command;
+
+use super::{
+    Capabilities, Departure, JobLaunch, Launcher, MpiImplementation, host_after, host_runs,
+};
+use crate::planner::Placement;
+
+/// MPICH (hydra).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Mpich;
+
+/// The variable naming hydra's remote shell program.
+const AGENT_VARIABLE: &str = "HYDRA_LAUNCHER_EXEC";
+
+impl Launcher for Mpich {
+    fn implementation(&self) -> MpiImplementation {
+        MpiImplementation::Mpich
+    }
+
+    fn program(&self) -> &'static str {
+        "mpiexec"
+    }
+
+    /// Runs of consecutive ranks on one host, `HOST:COUNT`, in rank order. Hosts
+    /// without ranks are not listed: a spawn reaches them all the same.
+    ///
+    /// ```
+    /// use rankmig::launcher::{Launcher, mpich::Mpich};
+    /// use rankmig::planner::{Location, Placement};
+    /// let at = |n: &[&str]| Placement::new(n.iter().map(|n| Location { node: (*n).into(), core: 0 }).collect());
+    /// let hosts = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+    /// assert_eq!(Mpich.hostfile(&at(&["b", "a", "b", "b"]), &hosts), "b:1\na:1\nb:2\n");
+    /// ```
+    fn hostfile(&self, placement: &Placement, _hosts: &[String]) -> String {
+        let mut out = String::new();
+        for (host, count) in host_runs(placement) {
+            let _ = writeln!(out, "{host}:{count}");
+        }
+        out
+    }
+
+    /// `mpiexec -f HOSTFILE -n N` (or `-n N` on this host), the user's options, the
+    /// program; the variables reach the ranks through the environment of `mpiexec`.
+    fn command(&self, job: &JobLaunch<'_>) -> Command {
+        let mut cmd = Command::new(self.program());
+        if let Some(hostfile) = job.hostfile {
+            cmd.arg("-f").arg(hostfile);
+        }
+        cmd.args(["-n", &job.placement.len().to_string()]);
+        cmd.env("MPIR_CVAR_NO_COLLECTIVE_FINALIZE", "1");
+        for (k, v) in job.env {
+            cmd.env(k, v);
+        }
+        cmd.args(job.user_args).args(job.program);
+        cmd
+    }
+
+    fn agent_settings(&self, agent: &str) -> Vec<(String, String)> {
+        vec![
+            ("HYDRA_LAUNCHER".into(), "ssh".into()),
+            (AGENT_VARIABLE.into(), agent.into()),
+        ]
+    }
+
+    fn agent_in_env(&self) -> Option<String> {
+        std::env::var(AGENT_VARIABLE).ok()
+    }
+
+    fn emulated_cluster_settings(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    fn lost_host(&self, line: &str, hosts: &[String]) -> Option<String> {
+        host_after(line, "RUNNING AT ", hosts)
+            .or_else(|| host_after(line, "connect to host ", hosts))
+    }
+
+    fn local_rank_variable(&self) -> &'static str {
+        "MPI_LOCALRANKID"
+    }
+
+    fn departure(&self) -> Departure {
+        Departure::FinalizeThenExit
+    }
+
+    fn spawn_info(
+        &self,
+        host: Option<&str>,
+        _count: usize,
+        _new_host: bool,
+    ) -> Vec<(String, String)> {
+        host.map(|h| ("host".to_owned(), h.to_owned()))
+            .into_iter()
+            .collect()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            spawn_onto_left_host: true,
+            add_hosts: true,
+        }
+    }
+}
