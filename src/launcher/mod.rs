@@ -60,6 +60,15 @@ impl MpiImplementation {
         }
     }
 
+    /// How people write it: `Open MPI 4.1`, `Open MPI 5`, `MPICH`.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::OpenMpi4 => "Open MPI 4.1",
+            Self::OpenMpi5 => "Open MPI 5",
+            Self::Mpich => "MPICH",
+        }
+    }
+
     /// The implementation a launcher's `--version` text names: Open MPI (or OpenRTE)
     /// with its major version, or hydra (MPICH, Intel MPI, MVAPICH).
     ///

@@ -82,11 +82,14 @@ fn executable(program: &str) -> Result<(), MigrateError> {
 /// Processes to start on one host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpawnGroup {
-    /// The host (MPI info key `host`); `None` lets Open MPI choose (this host when the
-    /// job runs on logical nodes).
+    /// The host; `None` lets the MPI choose (this host when the job runs on logical
+    /// nodes).
     pub host: Option<String>,
     /// How many processes.
     pub count: usize,
+    /// The spawn info keys and values that put them there, in the launcher's words
+    /// ([`crate::launcher::Launcher::spawn_info`]); empty: `MPI_INFO_NULL`.
+    pub info: Vec<(String, String)>,
 }
 
 /// Spawns the processes of `groups` (in order: the new processes are numbered group
@@ -171,8 +174,8 @@ fn describe(groups: &[SpawnGroup]) -> String {
         .join(", ")
 }
 
-/// One MPI info object per spawn group (`host` set when the group names one), freed
-/// on drop.
+/// One MPI info object per spawn group (`MPI_INFO_NULL` when the group has no keys),
+/// freed on drop.
 struct SpawnInfos {
     handles: Vec<ffi::MPI_Info>,
 }
@@ -183,19 +186,19 @@ impl SpawnInfos {
             handles: Vec::with_capacity(groups.len()),
         };
         for g in groups {
-            let Some(host) = &g.host else {
-                infos.handles.push(unsafe { ffi::RSMPI_INFO_NULL });
-                continue;
-            };
-            let key = CString::new("host").map_err(|e| e.to_string())?;
-            let value = CString::new(host.as_str()).map_err(|e| e.to_string())?;
+            // SAFETY: reading a constant handle.
             let mut info = unsafe { ffi::RSMPI_INFO_NULL };
-            // SAFETY: creating an info object and setting a key with valid C strings.
-            unsafe {
-                ffi::MPI_Info_create(&mut info);
-                ffi::MPI_Info_set(info, key.as_ptr(), value.as_ptr());
+            if !g.info.is_empty() {
+                // SAFETY: creating an info object; it is freed on drop.
+                unsafe { ffi::MPI_Info_create(&mut info) };
             }
             infos.handles.push(info);
+            for (key, value) in &g.info {
+                let key = CString::new(key.as_str()).map_err(|e| e.to_string())?;
+                let value = CString::new(value.as_str()).map_err(|e| e.to_string())?;
+                // SAFETY: a valid info object and valid C strings.
+                unsafe { ffi::MPI_Info_set(info, key.as_ptr(), value.as_ptr()) };
+            }
         }
         Ok(infos)
     }

@@ -85,6 +85,10 @@ pub struct JobSettings {
     /// it again, in milliseconds; 0 = nobody watches ([`super::spawn_watch`]).
     #[serde(default)]
     pub spawn_timeout_ms: u64,
+    /// The MPI implementation that launched the job ([`crate::launcher::ENV_MPI`]);
+    /// `None` until the job asks its MPI library.
+    #[serde(default)]
+    pub mpi: Option<crate::launcher::MpiImplementation>,
 }
 
 fn default_settle_ms() -> u64 {
@@ -151,6 +155,7 @@ impl JobSettings {
             no_shared_caches: env_flag(ENV_NO_SHARED_CACHES)?,
             settle_ms: env_number(ENV_SETTLE_MS, DEFAULT_SETTLE_MS)?,
             spawn_timeout_ms: env_number(super::spawn_watch::ENV_SPAWN_TIMEOUT_MS, 0)?,
+            mpi: env_mpi()?,
         })
     }
 
@@ -179,6 +184,15 @@ impl JobSettings {
     pub fn migrates(&self) -> bool {
         self.availability.is_some()
     }
+}
+
+/// The implementation [`crate::launcher::ENV_MPI`] names, `None` when it is unset.
+fn env_mpi() -> Result<Option<crate::launcher::MpiImplementation>, SettingsError> {
+    crate::launcher::MpiImplementation::from_env().map_err(|_| SettingsError {
+        var: crate::launcher::ENV_MPI,
+        value: std::env::var(crate::launcher::ENV_MPI).unwrap_or_default(),
+        expected: "openmpi4, openmpi5 or mpich",
+    })
 }
 
 /// The value of `var`, or `default` when it is unset or empty; an error when it is not

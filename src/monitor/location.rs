@@ -5,8 +5,9 @@
 //!
 //! 1. `RANKMIG_NODE` (node name) and `RANKMIG_CORE` (core inside the node, default 0);
 //! 2. `RANKMIG_PLACEMENT=FILE`: a placement file (`RANK NODE CORE`), the rank's own line;
-//! 3. otherwise the host name, and the node-local rank (`OMPI_COMM_WORLD_LOCAL_RANK`) or
-//!    the rank as the core.
+//! 3. otherwise the host name, and the node-local rank (the variable of the launcher:
+//!    `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`; see
+//!    [`crate::launcher::local_rank_from`]) or the rank as the core.
 //!
 //! On one machine several logical nodes stand for the same host: logical core `core` of
 //! the node numbered `node_index` (`RANKMIG_NODE_INDEX`, each node having
@@ -84,7 +85,7 @@ pub fn own_location_from(
         return Ok(placement.location(rank).clone());
     }
     let core = number(ENV_CORE, get(ENV_CORE))?
-        .or(get("OMPI_COMM_WORLD_LOCAL_RANK").and_then(|v| v.trim().parse().ok()))
+        .or_else(|| crate::launcher::local_rank_from(&get))
         .unwrap_or(rank);
     Ok(Location {
         node: hostname(),

@@ -1,5 +1,6 @@
 //! Which launches ("generations") of the job have had processes on which host, to
-//! steer clear of an Open MPI 4.1 limit on spawning.
+//! steer clear of a limit on spawning of Open MPI 4.1 and 5 (an implementation whose
+//! launcher has [`crate::launcher::Capabilities::spawn_onto_left_host`] skips this).
 //!
 //! Every `MPI_Comm_spawn` creates a new Open MPI job: generation 0 is the job `mpirun`
 //! started, generation *k* the processes spawned by the *k*-th migration. Found with
@@ -40,7 +41,7 @@ impl std::fmt::Display for SpawnHazard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "Open MPI 4.1 cannot start processes on {}: its daemon forgot launch {} of the job when that launch's processes left it, and they still run elsewhere",
+            "cannot start processes on {}: its daemon forgot launch {} of the job when that launch's processes left it, and they still run elsewhere",
             self.host, self.generation
         )
     }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::availability::Availability;
 use crate::checkpoint::{CheckpointConfig, Handover, Interval};
+use crate::launcher::Launcher;
 use crate::monitor::{self, AvailabilityWatcher};
 use crate::planner::{Location, Move, Placement, Plan};
 
@@ -133,7 +134,7 @@ impl Job {
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         let mut phases = PhaseTimes::default();
-        let groups = spawn_groups(&moves, self.settings.multi_host());
+        let groups = spawn_groups(&moves, &self.settings.hosts, self.launcher());
         let spawned = protocol::spawn(&self.comm, &program, &args, &groups);
         self.after_watched_spawn();
         let inter = match spawned {
@@ -188,7 +189,7 @@ impl Job {
             OldRankOutcome::Leave => {
                 self.flush_records();
                 self.note_process("left");
-                leave_now()
+                leave_now(self.launcher().departure())
             }
             OldRankOutcome::Stay(comm) => {
                 self.comm = comm;
@@ -291,23 +292,35 @@ fn spawn_order(plan: &Plan) -> Vec<&Move> {
 }
 
 /// The spawn requests of [`spawn_order`]'s moves: per target host, how many processes
-/// (with the host named in multi-host mode; one unnamed group on logical nodes).
-fn spawn_groups(moves: &[&Move], multi_host: bool) -> Vec<protocol::SpawnGroup> {
-    if !multi_host {
-        return vec![protocol::SpawnGroup {
+/// and the info keys `launcher` needs to start them there (in multi-host mode, where
+/// `hosts` are the hosts of the allocation; one group with no host on logical nodes).
+fn spawn_groups(
+    moves: &[&Move],
+    hosts: &[String],
+    launcher: &dyn Launcher,
+) -> Vec<protocol::SpawnGroup> {
+    let mut groups: Vec<protocol::SpawnGroup> = Vec::new();
+    if hosts.is_empty() {
+        groups.push(protocol::SpawnGroup {
             host: None,
             count: moves.len(),
-        }];
-    }
-    let mut groups: Vec<protocol::SpawnGroup> = Vec::new();
-    for m in moves {
-        match groups.last_mut() {
-            Some(g) if g.host.as_deref() == Some(m.to.node.as_str()) => g.count += 1,
-            _ => groups.push(protocol::SpawnGroup {
-                host: Some(m.to.node.clone()),
-                count: 1,
-            }),
+            info: Vec::new(),
+        });
+    } else {
+        for m in moves {
+            match groups.last_mut() {
+                Some(g) if g.host.as_deref() == Some(m.to.node.as_str()) => g.count += 1,
+                _ => groups.push(protocol::SpawnGroup {
+                    host: Some(m.to.node.clone()),
+                    count: 1,
+                    info: Vec::new(),
+                }),
+            }
         }
+    }
+    for g in &mut groups {
+        let new_host = g.host.as_ref().is_some_and(|h| !hosts.contains(h));
+        g.info = launcher.spawn_info(g.host.as_deref(), g.count, new_host);
     }
     groups
 }

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 
 use crate::availability::Availability;
 use crate::checkpoint::{CheckpointConfig, CheckpointContext, MpiCollective};
+use crate::launcher::{Departure, Launcher, MpiImplementation, launcher};
 use crate::matrix::CommMatrix;
 use crate::monitor::{self, AvailabilityWatcher, Paused, Row, Traffic, WatchOutcome, Window};
 use crate::planner::{Location, Placement};
@@ -109,7 +110,10 @@ impl Job {
         if let Some(parent) = world.parent() {
             return Self::arrive(parent);
         }
-        let settings = JobSettings::from_env()?;
+        let mut settings = JobSettings::from_env()?;
+        if settings.mpi.is_none() {
+            settings.mpi = Some(implementation_of_library());
+        }
         let ckpt = CheckpointContext::new(config, MpiCollective::new(&world))?;
         let rank = world.rank() as usize;
         let placement = match &settings.placement {
@@ -317,6 +321,11 @@ impl Job {
         Ok(())
     }
 
+    /// The launcher of the implementation that runs this job.
+    fn launcher(&self) -> &'static dyn Launcher {
+        launcher(self.settings.mpi.unwrap_or_default())
+    }
+
     fn is_root(&self) -> bool {
         self.comm.rank() == 0
     }
@@ -373,11 +382,28 @@ impl Job {
     }
 }
 
-/// Ends a replaced process: MPI is not finalized (an early `MPI_Finalize` would wait
-/// for the whole job); the launcher allows this exit.
-pub(super) fn leave_now() -> ! {
+/// The implementation `MPI_Get_library_version` names; Open MPI 4.1 when it names none
+/// this code knows.
+fn implementation_of_library() -> MpiImplementation {
+    let text = mpi::environment::library_version().unwrap_or_default();
+    MpiImplementation::from_library_version(&text).unwrap_or_else(|| {
+        log::warn!("MPI library {text:?} is not one rankmig knows; treating it as Open MPI 4.1");
+        MpiImplementation::OpenMpi4
+    })
+}
+
+/// Ends a replaced (or relaunched) process the way its implementation's launcher
+/// expects ([`Departure`]): Open MPI's processes exit without `MPI_Finalize` (which
+/// would wait for the whole job, or crash), the launch options allowing it; MPICH's
+/// call a non-collective `MPI_Finalize` first (an exit without it ends the job).
+pub(super) fn leave_now(departure: Departure) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
+    if departure == Departure::FinalizeThenExit {
+        // SAFETY: MPI is initialised; the process exits right after, so no handle is
+        // used again.
+        unsafe { mpi::ffi::MPI_Finalize() };
+    }
     std::process::exit(0)
 }

@@ -79,11 +79,13 @@ impl Job {
             self.record(Outcome::of_plan("no moves", &change, &plan, scheduling));
             return Ok(());
         }
-        if let Some(generations) = &generations {
+        let spawns_back = self.launcher().capabilities().spawn_onto_left_host;
+        if let (false, Some(generations)) = (spawns_back, &generations) {
             let targets = plan.moves.iter().map(|m| m.to.node.as_str());
             let hazards = self.history.hazards(&placement, generations, targets);
             if let Some(hazard) = hazards.first() {
-                return self.relaunch(state, &plan, scheduling, &change, hazard.to_string());
+                let why = format!("{} {hazard}", self.launcher().implementation().title());
+                return self.relaunch(state, &plan, scheduling, &change, why);
             }
         }
         self.migrate(state, &plan, scheduling, &change)
@@ -128,7 +130,7 @@ impl Job {
         self.comm.barrier();
         self.flush_records();
         self.note_process("relaunch");
-        super::leave_now()
+        super::leave_now(self.launcher().departure())
     }
 
     /// Rank 0 plans; everyone receives the plan (or the reason there is none).
