@@ -11,7 +11,11 @@
 //! The solver runs on a [`rankmig::migrate::Job`]: under `rankmig run` its ranks move
 //! between logical nodes when the availability file changes, with the same result.
 //!
-//! Prints one line `checksum: <16 hex digits>` (XXH3-64 of the final global grid,
+//! With `--stop-file PATH` the run ends early, at the first multiple of 500 iterations
+//! at which that file exists (a run that lasts as long as its caller needs, on a
+//! machine of any speed); the same `--iters` count without it gives the same checksum.
+//!
+//! Prints `iterations: <count>` and one line `checksum: <16 hex digits>` (XXH3-64 of the final global grid,
 //! row-major, little-endian f64) on stdout; the result is bit-exact and the same for
 //! any rank count that divides `N`. Everything else goes to stderr.
 
@@ -21,7 +25,7 @@ use std::time::Instant;
 use mpi::environment::Universe;
 use mpi::point_to_point::send_receive_into;
 use mpi::topology::SimpleCommunicator;
-use mpi::traits::{Communicator, Destination, Root, Source};
+use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Root, Source};
 use rankmig::checkpoint::CheckpointConfig;
 use rankmig::migrate::Job;
 use serde::{Deserialize, Serialize};
@@ -33,16 +37,23 @@ struct State {
     rows: Vec<f64>,
 }
 
-/// Command line: `--size N --iters K`.
+/// Command line: `--size N --iters K [--stop-file PATH]`.
 struct Args {
     size: usize,
     iters: u64,
+    /// When this file exists, the run ends at the next multiple of [`STOP_CHECK`]
+    /// iterations (every rank agrees on which), before `iters`.
+    stop_file: Option<std::path::PathBuf>,
 }
+
+/// Iterations between two looks for the stop file.
+const STOP_CHECK: u64 = 500;
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         size: 256,
         iters: 100,
+        stop_file: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -51,9 +62,10 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--size" => args.size = value.parse().map_err(bad)?,
             "--iters" => args.iters = value.parse().map_err(bad)?,
+            "--stop-file" => args.stop_file = Some(value.into()),
             _ => {
                 return Err(format!(
-                    "unknown argument {flag:?} (use --size N --iters K)"
+                    "unknown argument {flag:?} (use --size N --iters K [--stop-file PATH])"
                 ));
             }
         }
@@ -111,7 +123,7 @@ fn run(universe: Universe) -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let h2 = (1.0 / (n as f64 + 1.0)).powi(2);
     let (mut up, mut down, mut next) = (vec![0.0; n], vec![0.0; n], vec![0.0; local * n]);
-    while state.iter < args.iters {
+    while state.iter < args.iters && !stop_requested(job.comm(), &args, state.iter) {
         halo_exchange(job.comm(), &state.rows, n, &mut up, &mut down);
         sweep(&state.rows, &up, &down, n, h2, &mut next);
         std::mem::swap(&mut state.rows, &mut next);
@@ -127,8 +139,30 @@ fn run(universe: Universe) -> Result<(), Box<dyn std::error::Error>> {
             job.checkpoints().last_committed()
         );
     }
+    if job.comm().rank() == 0 {
+        println!("iterations: {}", state.iter);
+    }
     print_checksum(job.comm(), &state.rows, n);
     Ok(())
+}
+
+/// At every [`STOP_CHECK`]-th iteration, true on every rank when the stop file exists
+/// for any rank (collective then).
+fn stop_requested(comm: &SimpleCommunicator, args: &Args, iter: u64) -> bool {
+    let Some(file) = &args.stop_file else {
+        return false;
+    };
+    if iter % STOP_CHECK != 0 {
+        return false;
+    }
+    let here = u8::from(file.exists());
+    let mut anywhere = 0u8;
+    comm.all_reduce_into(
+        &here,
+        &mut anywhere,
+        mpi::collective::SystemOperation::max(),
+    );
+    anywhere != 0
 }
 
 fn report_start(job: &Job, state: &State, args: &Args, ranks: usize) {

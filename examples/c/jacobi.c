@@ -18,18 +18,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include <mpi.h>
 #include <xxhash.h>
 
 #include "rankmig.h" /* rankmig: the interface */
 
-static int parse_args(int argc, char **argv, long *size, uint64_t *iters) {
+/* Iterations between two looks for the stop file. */
+#define STOP_CHECK 500
+
+static int parse_args(int argc, char **argv, long *size, uint64_t *iters,
+                      const char **stop_file) {
     *size = 256;
     *iters = 100;
+    *stop_file = NULL;
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc) {
             fprintf(stderr, "jacobi-c: %s needs a value\n", argv[i]);
             return -1;
+        }
+        if (strcmp(argv[i], "--stop-file") == 0) {
+            *stop_file = argv[i + 1];
+            continue;
         }
         char *end = NULL;
         unsigned long long v = strtoull(argv[i + 1], &end, 10);
@@ -42,7 +53,7 @@ static int parse_args(int argc, char **argv, long *size, uint64_t *iters) {
         } else if (strcmp(argv[i], "--iters") == 0) {
             *iters = (uint64_t)v;
         } else {
-            fprintf(stderr, "jacobi-c: unknown argument \"%s\" (use --size N --iters K)\n", argv[i]);
+            fprintf(stderr, "jacobi-c: unknown argument \"%s\" (use --size N --iters K [--stop-file PATH])\n", argv[i]);
             return -1;
         }
     }
@@ -103,11 +114,22 @@ static int fail(const char *what) {
     return 1;
 }
 
+/* At every STOP_CHECK-th iteration, true on every rank when the stop file exists for
+ * any rank (collective then). */
+static int stop_requested(MPI_Comm comm, const char *stop_file, uint64_t iter) {
+    if (stop_file == NULL || iter % STOP_CHECK != 0)
+        return 0;
+    int here = access(stop_file, F_OK) == 0, anywhere = 0;
+    MPI_Allreduce(&here, &anywhere, 1, MPI_INT, MPI_MAX, comm);
+    return anywhere;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     long n;
     uint64_t iters;
-    if (parse_args(argc, argv, &n, &iters) != 0) {
+    const char *stop_file;
+    if (parse_args(argc, argv, &n, &iters, &stop_file) != 0) {
         MPI_Finalize();
         return 1;
     }
@@ -140,6 +162,8 @@ int main(int argc, char **argv) {
     double h2 = h * h;
     while (iter < iters) {
         comm = rankmig_comm(); /* rankmig: it changes at migrations */
+        if (stop_requested(comm, stop_file, iter))
+            break;
         halo_exchange(comm, rows, n, local, up, down);
         sweep(rows, up, down, n, local, h2, next);
         memcpy(rows, next, sizeof(double) * (size_t)(local * n));
@@ -148,6 +172,9 @@ int main(int argc, char **argv) {
             return fail("rankmig_checkpoint");
     }
     comm = rankmig_comm();
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0)
+        printf("iterations: %" PRIu64 "\n", iter);
     print_checksum(comm, rows, n, local);
     if (rankmig_finalize() != 0) /* rankmig */
         return fail("rankmig_finalize");

@@ -133,3 +133,53 @@ pub fn namespaces_available() -> bool {
     }
     ok
 }
+
+/// The MPI implementation under test: the one `rankmig run` detects from the launcher
+/// first on `PATH` (the tests of each implementation run with its prefix first on
+/// `PATH`, see `scripts/test.sh`).
+pub fn mpi() -> rankmig::launcher::MpiImplementation {
+    static FOUND: OnceLock<rankmig::launcher::MpiImplementation> = OnceLock::new();
+    *FOUND.get_or_init(|| rankmig::launcher::detect().expect("an MPI launcher on PATH"))
+}
+
+/// A plain launch (no rankmig) of `ranks` ranks of `program args` on this host, by the
+/// launcher of the implementation under test, as `rankmig run` would start them on
+/// logical nodes; no `RANKMIG_*` variable of the caller reaches them.
+pub fn plain_launch(ranks: usize, program: &Path, args: &[&str]) -> Command {
+    plain_launch_with(ranks, program, args, &[])
+}
+
+/// [`plain_launch`] with variables every rank sees.
+pub fn plain_launch_with(
+    ranks: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(String, String)],
+) -> Command {
+    use rankmig::launcher::{JobLaunch, launcher};
+    use rankmig::planner::{Location, Placement};
+    let placement = Placement::new(
+        (0..ranks)
+            .map(|core| Location {
+                node: "local".into(),
+                core,
+            })
+            .collect(),
+    );
+    let program: Vec<String> = std::iter::once(program.display().to_string())
+        .chain(args.iter().map(|a| (*a).to_owned()))
+        .collect();
+    let mut cmd = launcher(mpi()).command(&JobLaunch {
+        placement: &placement,
+        hostfile: None,
+        env,
+        user_args: &[],
+        program: &program,
+    });
+    for (k, _) in std::env::vars() {
+        if k.starts_with("RANKMIG_") && !env.iter().any(|(e, _)| *e == k) {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
