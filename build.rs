@@ -29,7 +29,9 @@ fn main() {
             return;
         }
         Err(e) => {
-            println!("cargo:warning=cannot run {compiler} -show ({e}); the linker's default MPI is used");
+            println!(
+                "cargo:warning=cannot run {compiler} -show ({e}); the linker's default MPI is used"
+            );
             return;
         }
     };

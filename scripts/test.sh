@@ -1,11 +1,50 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds, runs every test
-# (unit, integration with real hwloc XML files and real `mpirun`), also without the
-# MPI feature.
-set -euo pipefail
+# The whole test suite: installs what is missing, builds, runs every test (unit,
+# integration with real hwloc XML files and real MPI launchers), also without the MPI
+# feature; then the multi-host scenarios of the emulated cluster and the C interface
+# example again with MPICH and with Open MPI 5 (from PyPI, see scripts/setup.sh), each
+# built in its own target directory with its own MPI first on PATH.
+#
+# Every test binary runs even when one fails (--no-fail-fast); the script then exits
+# non-zero and lists what failed. RANKMIG_TEST_MPIS="mpich" (or "") limits the
+# other implementations.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cargo build --release --all-targets
-cargo test --release --no-default-features --lib
-cargo test --release
+failed=()
+step() {
+  local name=$1
+  shift
+  echo "=== test.sh: $name" >&2
+  local start=$SECONDS
+  if ! "$@"; then
+    failed+=("$name")
+  fi
+  echo "=== test.sh: $name took $((SECONDS - start)) s" >&2
+}
+
+step "build (Open MPI 4.1)" cargo build --release --all-targets
+step "lib without MPI" cargo test --release --no-fail-fast --no-default-features --lib
+step "all tests (Open MPI 4.1)" cargo test --release --no-fail-fast
+
+ROOT=$PWD
+for impl in ${RANKMIG_TEST_MPIS-mpich openmpi5}; do
+  prefix="$ROOT/target/mpi/$impl"
+  if [ ! -x "$prefix/bin/mpicc" ]; then
+    failed+=("$impl: not installed in $prefix")
+    continue
+  fi
+  with_impl=(env "PATH=$prefix/bin:$PATH" "CARGO_TARGET_DIR=$ROOT/target/$impl")
+  step "build ($impl)" "${with_impl[@]}" cargo build --release --bins --examples --lib --tests
+  step "linked MPI and emulated cluster ($impl)" "${with_impl[@]}" \
+    cargo test --release --no-fail-fast --test linked_mpi --test cluster_mpi
+  step "C interface on the emulated cluster ($impl)" "${with_impl[@]}" \
+    cargo test --release --no-fail-fast --test c_programs -- a_c_program_migrates_live
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "test.sh: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "test.sh: every step passed" >&2

@@ -404,6 +404,12 @@ pub struct RunArgs {
     /// against the same MPI.
     #[arg(long, value_name = "IMPLEMENTATION", value_parser = parse_mpi, conflicts_with = "restart")]
     pub mpi: Option<rankmig::launcher::MpiImplementation>,
+    /// Let the availability file name hosts outside the allocation (a node lent to the
+    /// job): ranks are spawned there, and the host is probed and recorded like the
+    /// others. MPICH and Open MPI 5 only; refused with Open MPI 4.1. Without it such an
+    /// edit is refused and the job stays where it is.
+    #[arg(long, conflicts_with = "restart")]
+    pub allow_new_hosts: bool,
     /// The tree of every node for planning: `live`, `xml:FILE` or `synthetic:STRING`.
     /// Default with an allocation: live trees (this machine's for the initial
     /// placement; for later plans each host's own, gathered from its ranks, and rank 0's

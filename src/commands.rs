@@ -548,7 +548,9 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                     Some(mpi) => mpi,
                     None => rankmig::launcher::detect()?,
                 },
+                allow_new_hosts: args.allow_new_hosts,
             };
+            spec.check_new_hosts()?;
             (spec, false)
         }
     };

@@ -249,6 +249,7 @@ fn ranks_follow_the_availability_across_hosts() {
     assert_eq!(refusal["outcome"], "refused", "{refusal}");
     let detail = refusal["detail"].as_str().unwrap_or_default();
     assert!(detail.contains(":4: host 'h9'"), "{detail}");
+    assert!(detail.contains(common::mpi().title()), "{detail}");
     assert_processes_follow(&cluster, root, "placement-0.txt");
 
     // Drop h2; add a fifth host; drop two.
@@ -451,4 +452,43 @@ fn ranks_go_back_to_a_host_they_left() {
     let out = restarted_without(&cluster, child, "n5");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("relaunching the job"), "{stderr}");
+}
+
+/// `--allow-new-hosts`: an edit naming a host outside the allocation (a node lent to
+/// the job) moves ranks there, where the MPI can add hosts (MPICH, Open MPI 5); Open
+/// MPI 4.1 refuses the option at once, naming itself as the reason.
+#[test]
+fn a_lent_host_outside_the_allocation() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let cluster = Cluster::new(&["h1", "h2"], "h1 2\nh2 2\n");
+    let child = cluster.start(4, &["--allow-new-hosts"]);
+    if !rankmig::launcher::launcher(common::mpi())
+        .capabilities()
+        .add_hosts
+    {
+        let out = child.wait_with_output().expect("rankmig run output");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains("--allow-new-hosts"), "{stderr}");
+        assert!(stderr.contains(common::mpi().title()), "{stderr}");
+        return;
+    }
+    let root = child.id();
+    wait_until("the job to start", Duration::from_secs(60), || {
+        started(&cluster)
+    });
+    assert_processes_follow(&cluster, root, "placement-0.txt");
+    cluster.edit("h1 2\nh9 2\n");
+    wait_until("the step", Duration::from_secs(90), || {
+        !cluster.records().is_empty()
+    });
+    let record = &cluster.records()[0];
+    assert_eq!(record["outcome"], "migrated", "{record}");
+    assert_processes_follow(&cluster, root, "placement-1.txt");
+    assert_eq!(per_host(&live_hosts(root)).get("h9"), Some(&2));
+    let out = finish(&cluster, child);
+    assert_result_of_a_plain_run(&out);
 }

@@ -262,6 +262,14 @@ pub trait Launcher: Sync {
     fn spawn_info(&self, host: Option<&str>, count: usize, new_host: bool)
     -> Vec<(String, String)>;
 
+    /// The spawn info key naming a hostfile, when the implementation places the
+    /// processes of a spawn onto several hosts through a hostfile (written with
+    /// [`Launcher::hostfile`]) rather than through one command per host with its own
+    /// [`Launcher::spawn_info`]; `None` for the latter.
+    fn spawn_hostfile_key(&self) -> Option<&'static str> {
+        None
+    }
+
     /// What it can do.
     fn capabilities(&self) -> Capabilities;
 }

@@ -9,6 +9,10 @@
 //!   starts on this host. A spawn with info `host` starts its processes on that host,
 //!   also a host outside the hostfile ([`Capabilities::add_hosts`]), and also a host
 //!   the job's processes have left ([`Capabilities::spawn_onto_left_host`]).
+//! - `MPI_Comm_spawn_multiple` does not keep each command's `host`: every process went
+//!   to the host of the last command (`h1`, `h3` gave two processes on h3). One command
+//!   whose info key `hostfile` names a file of `HOST:COUNT` lines places its processes
+//!   in the file's order, as at launch ([`Launcher::spawn_hostfile_key`]).
 //! - hydra passes the caller's whole environment to the ranks by default; it rejects
 //!   Open MPI's `--allow-run-as-root`, `--mca`, `-x` and `--oversubscribe`, and runs as
 //!   root without a flag. `-bind-to none` together with a spawn fails ("duplicate
@@ -115,6 +119,10 @@ impl Launcher for Mpich {
         host.map(|h| ("host".to_owned(), h.to_owned()))
             .into_iter()
             .collect()
+    }
+
+    fn spawn_hostfile_key(&self) -> Option<&'static str> {
+        Some("hostfile")
     }
 
     fn capabilities(&self) -> Capabilities {

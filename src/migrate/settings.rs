@@ -42,6 +42,9 @@ pub const DEFAULT_SETTLE_MS: u64 = 3000;
 /// Set to `1` when the node trees read from hwloc drop their shared caches
 /// (`rankmig run --no-shared-caches`).
 pub const ENV_NO_SHARED_CACHES: &str = "RANKMIG_NO_SHARED_CACHES";
+/// Set to `1` when the availability file may name hosts outside the allocation, which
+/// the job then spawns ranks on (`rankmig run --allow-new-hosts`).
+pub const ENV_ALLOW_NEW_HOSTS: &str = "RANKMIG_ALLOW_NEW_HOSTS";
 /// Program spawned for replacement processes (default: this executable). A test knob:
 /// a program that cannot start makes the spawn fail.
 pub const ENV_SPAWN_PROGRAM: &str = "RANKMIG_SPAWN_PROGRAM";
@@ -89,6 +92,9 @@ pub struct JobSettings {
     /// `None` until the job asks its MPI library.
     #[serde(default)]
     pub mpi: Option<crate::launcher::MpiImplementation>,
+    /// The availability file may name hosts outside the allocation.
+    #[serde(default)]
+    pub allow_new_hosts: bool,
 }
 
 fn default_settle_ms() -> u64 {
@@ -156,6 +162,7 @@ impl JobSettings {
             settle_ms: env_number(ENV_SETTLE_MS, DEFAULT_SETTLE_MS)?,
             spawn_timeout_ms: env_number(super::spawn_watch::ENV_SPAWN_TIMEOUT_MS, 0)?,
             mpi: env_mpi()?,
+            allow_new_hosts: env_flag(ENV_ALLOW_NEW_HOSTS)?,
         })
     }
 

@@ -27,4 +27,4 @@ pub use export::{export_matrix, export_matrix_from_env};
 pub use gather::{Traffic, Window, gather_matrix, gather_placement};
 pub use location::{LogicalCore, bind_to, own_location};
 pub use schedule::CheckSchedule;
-pub use watch::{AvailabilityWatcher, WatchOutcome};
+pub use watch::{AvailabilityWatcher, NewHosts, WatchOutcome};

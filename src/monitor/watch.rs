@@ -60,6 +60,8 @@ pub struct AvailabilityWatcher {
     last_diff: Option<AvailabilityDiff>,
     allocation: Vec<String>,
     lost_hosts: Vec<String>,
+    /// What a content naming a host outside `allocation` gets.
+    new_hosts: NewHosts,
     /// How long a new content must stay the same before it is acted on.
     settle: Duration,
     /// A new content seen by rank 0 and not yet acted on: its hash, when first seen.
@@ -91,6 +93,7 @@ impl AvailabilityWatcher {
             last_diff: None,
             allocation: Vec::new(),
             lost_hosts: Vec::new(),
+            new_hosts: NewHosts::default(),
             settle: Duration::ZERO,
             pending: None,
         }
@@ -117,6 +120,13 @@ impl AvailabilityWatcher {
     pub fn in_allocation(mut self, allocation: Vec<String>, lost: Vec<String>) -> Self {
         self.allocation = allocation;
         self.lost_hosts = lost;
+        self
+    }
+
+    /// The same watcher with `policy` for hosts outside the allocation (refused by
+    /// default).
+    pub fn new_hosts(mut self, policy: NewHosts) -> Self {
+        self.new_hosts = policy;
         self
     }
 
@@ -268,13 +278,39 @@ impl AvailabilityWatcher {
         if self.allocation.is_empty() {
             return Ok(availability);
         }
-        check_hosts(&self.allocation, &availability, origin).map_err(|e| e.to_string())?;
+        match &self.new_hosts {
+            NewHosts::Allowed => {}
+            NewHosts::Refused { why } => check_hosts(&self.allocation, &availability, origin)
+                .map_err(|e| format!("{e} ({why})"))?,
+        }
         without_lost_hosts(&availability, &self.lost_hosts).map_err(|e| {
             format!(
                 "{origin}: {e} (hosts lost earlier: {})",
                 self.lost_hosts.join(", ")
             )
         })
+    }
+}
+
+/// What a watcher in multi-host mode does with a content naming a host outside the
+/// allocation ([`AvailabilityWatcher::new_hosts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NewHosts {
+    /// Refused, the refusal saying `why` (what would allow it, or what cannot).
+    Refused {
+        /// Appended to the refusal, in parentheses.
+        why: String,
+    },
+    /// Taken like the others (`rankmig run --allow-new-hosts`): its ranks are spawned
+    /// there.
+    Allowed,
+}
+
+impl Default for NewHosts {
+    fn default() -> Self {
+        Self::Refused {
+            why: "only hosts of the allocation can be used".into(),
+        }
     }
 }
 

@@ -74,6 +74,10 @@ pub struct RunSpec {
     /// older `run.json` without it was an Open MPI 4.1 run.
     #[serde(default)]
     pub mpi: MpiImplementation,
+    /// The availability file may name hosts outside the allocation
+    /// (`--allow-new-hosts`): they are used, probed and recorded like the others.
+    #[serde(default)]
+    pub allow_new_hosts: bool,
 }
 
 impl RunSpec {
@@ -87,11 +91,31 @@ impl RunSpec {
         launcher(self.mpi)
     }
 
-    /// The hosts of `allocation` not found lost.
+    /// The hosts of `allocation` not found lost; with `--allow-new-hosts`, followed by
+    /// the hosts outside it that the availability file names now (an unreadable file
+    /// adds none).
     pub fn usable_hosts(&self, allocation: &Allocation) -> Vec<String> {
-        (allocation.host_names().into_iter())
-            .filter(|h| !self.lost_hosts.contains(h))
-            .collect()
+        let mut hosts = allocation.host_names();
+        if self.allow_new_hosts {
+            if let Ok(file) = Availability::load(&self.availability, AvailabilityFormat::Auto) {
+                for node in file.nodes() {
+                    if !hosts.contains(&node.name) {
+                        hosts.push(node.name.clone());
+                    }
+                }
+            }
+        }
+        hosts.retain(|h| !self.lost_hosts.contains(h));
+        hosts
+    }
+
+    /// Refuses `--allow-new-hosts` with an implementation that cannot start processes
+    /// outside the hosts it was launched on.
+    pub fn check_new_hosts(&self) -> Result<(), LaunchError> {
+        if self.allow_new_hosts && !self.launcher().capabilities().add_hosts {
+            return Err(LaunchError::NewHostsUnsupported(self.mpi));
+        }
+        Ok(())
     }
 }
 
@@ -156,6 +180,12 @@ pub enum LaunchError {
     /// rankmig's own signal handling could not be set up.
     #[error("cannot watch signals: {0}")]
     Signals(std::io::Error),
+    /// `--allow-new-hosts` with an implementation that cannot add hosts.
+    #[error(
+        "--allow-new-hosts: {} cannot start processes on a host outside those it was launched on (MPICH and Open MPI 5 can)",
+        .0.title()
+    )]
+    NewHostsUnsupported(MpiImplementation),
     /// The logical node tree could not be built.
     #[error(transparent)]
     Topology(#[from] crate::topology::TopologyError),
@@ -206,7 +236,7 @@ fn graph_for(spec: &RunSpec) -> Result<SymGraph, LaunchError> {
 /// against the allocation in multi-host mode.
 pub fn starting_availability(spec: &RunSpec) -> Result<Availability, LaunchError> {
     let file = Availability::load(&spec.availability, AvailabilityFormat::Auto)?;
-    if let Some(allocation) = &spec.allocation {
+    if let (Some(allocation), false) = (&spec.allocation, spec.allow_new_hosts) {
         allocation.check(&file, &spec.availability.display().to_string())?;
     }
     Ok(without_lost_hosts(&file, &spec.lost_hosts)?)

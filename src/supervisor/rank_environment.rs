@@ -5,9 +5,9 @@ use std::path::Path;
 
 use crate::launcher::ENV_MPI;
 use crate::migrate::settings::{
-    ENV_AVAILABILITY, ENV_CHECK_EVERY, ENV_CHECK_INTERVAL_MS, ENV_CORES_PER_NODE, ENV_HOSTS,
-    ENV_LOST_HOSTS, ENV_MATRIX, ENV_MATRIX_FORMAT, ENV_NO_SHARED_CACHES, ENV_NODE_TOPOLOGY,
-    ENV_PLACEMENT, ENV_RUN_DIR, ENV_SETTLE_MS,
+    ENV_ALLOW_NEW_HOSTS, ENV_AVAILABILITY, ENV_CHECK_EVERY, ENV_CHECK_INTERVAL_MS,
+    ENV_CORES_PER_NODE, ENV_HOSTS, ENV_LOST_HOSTS, ENV_MATRIX, ENV_MATRIX_FORMAT,
+    ENV_NO_SHARED_CACHES, ENV_NODE_TOPOLOGY, ENV_PLACEMENT, ENV_RUN_DIR, ENV_SETTLE_MS,
 };
 use crate::migrate::spawn_watch::ENV_SPAWN_TIMEOUT_MS;
 
@@ -64,6 +64,9 @@ pub fn rank_environment(
     }
     if spec.no_shared_caches {
         env.push((ENV_NO_SHARED_CACHES.into(), "1".into()));
+    }
+    if spec.allow_new_hosts {
+        env.push((ENV_ALLOW_NEW_HOSTS.into(), "1".into()));
     }
     env.extend(spec.env.iter().cloned());
     for (k, v) in std::env::vars_os() {

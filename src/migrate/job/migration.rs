@@ -134,7 +134,7 @@ impl Job {
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         let mut phases = PhaseTimes::default();
-        let groups = spawn_groups(&moves, &self.settings.hosts, self.launcher());
+        let groups = self.spawn_request(&moves);
         let spawned = protocol::spawn(&self.comm, &program, &args, &groups);
         self.after_watched_spawn();
         let inter = match spawned {
@@ -199,6 +199,32 @@ impl Job {
                 Ok(())
             }
         }
+    }
+
+    /// The spawn commands that start [`spawn_order`]'s moves on their target hosts: one
+    /// per host with the launcher's info keys, or (where the launcher places a spawn
+    /// through a hostfile) one for all, whose hostfile rank 0 writes into the run
+    /// directory (else the temporary directory). Should rank 0 fail to write it, the
+    /// spawn fails on every rank and the job stays where it is.
+    fn spawn_request(&self, moves: &[&Move]) -> Vec<protocol::SpawnGroup> {
+        let launcher = self.launcher();
+        let hosts = &self.settings.hosts;
+        let (true, Some(key)) = (self.settings.multi_host(), launcher.spawn_hostfile_key()) else {
+            return spawn_groups(moves, hosts, launcher);
+        };
+        let dir = (self.settings.run_dir.clone()).unwrap_or_else(std::env::temp_dir);
+        let path = dir.join(format!("spawn-hostfile-{}.txt", self.reconfigurations + 1));
+        if self.is_root() {
+            let targets = Placement::new(moves.iter().map(|m| m.to.clone()).collect());
+            if let Err(e) = std::fs::write(&path, launcher.hostfile(&targets, hosts)) {
+                log::warn!("cannot write the spawn hostfile {}: {e}", path.display());
+            }
+        }
+        vec![protocol::SpawnGroup {
+            host: None,
+            count: moves.len(),
+            info: vec![(key.to_owned(), path.display().to_string())],
+        }]
     }
 
     /// When `rankmig run` watches the spawns ([`crate::migrate::spawn_watch`]): commits a

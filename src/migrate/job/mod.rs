@@ -14,7 +14,9 @@ use crate::availability::Availability;
 use crate::checkpoint::{CheckpointConfig, CheckpointContext, MpiCollective};
 use crate::launcher::{Departure, Launcher, MpiImplementation, launcher};
 use crate::matrix::CommMatrix;
-use crate::monitor::{self, AvailabilityWatcher, Paused, Row, Traffic, WatchOutcome, Window};
+use crate::monitor::{
+    self, AvailabilityWatcher, NewHosts, Paused, Row, Traffic, WatchOutcome, Window,
+};
 use crate::planner::{Location, Placement};
 
 mod binding;
@@ -160,6 +162,7 @@ impl Job {
         if let Some(path) = job.settings.availability.clone() {
             let mut watcher = AvailabilityWatcher::new(path)
                 .in_allocation(job.settings.hosts.clone(), job.settings.lost_hosts.clone())
+                .new_hosts(new_hosts_policy(&job.settings))
                 .settling(job.settings.settle());
             if let WatchOutcome::Changed { availability } = watcher.check(&job.comm) {
                 job.view = Some(availability);
@@ -187,6 +190,7 @@ impl Job {
         let watcher = a.settings.availability.clone().map(|path| {
             AvailabilityWatcher::resume(path, a.view_hash)
                 .in_allocation(a.settings.hosts.clone(), a.settings.lost_hosts.clone())
+                .new_hosts(new_hosts_policy(&a.settings))
                 .settling(a.settings.settle())
         });
         let job = Self {
@@ -380,6 +384,27 @@ impl Job {
             log::warn!("{e}");
         }
     }
+}
+
+/// What the job's watcher does with a host outside the allocation: allowed with
+/// `--allow-new-hosts`, else refused with what would allow it, or why nothing can.
+fn new_hosts_policy(settings: &JobSettings) -> NewHosts {
+    let mpi = settings.mpi.unwrap_or_default();
+    if settings.allow_new_hosts {
+        return NewHosts::Allowed;
+    }
+    let why = if launcher(mpi).capabilities().add_hosts {
+        format!(
+            "rankmig run --allow-new-hosts lets {} start ranks on hosts outside the allocation",
+            mpi.title()
+        )
+    } else {
+        format!(
+            "{} cannot start processes on a host outside those it was launched on",
+            mpi.title()
+        )
+    };
+    NewHosts::Refused { why }
 }
 
 /// The implementation `MPI_Get_library_version` names; Open MPI 4.1 when it names none
