@@ -25,6 +25,24 @@ const ITERS: &str = "100000000";
 
 struct Cluster {
     dir: tempfile::TempDir,
+    /// The `rankmig run` processes started, killed with their descendants when the
+    /// cluster is dropped by a failing test (a failed assertion leaves no job running;
+    /// a passing test has waited for its jobs, whose pids may be reused since).
+    started: std::cell::RefCell<Vec<u32>>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for &root in self.started.borrow().iter() {
+            for p in descendants(root).into_iter().chain([root]) {
+                // SAFETY: kill(2) on a process this test started, or one below it.
+                unsafe { libc::kill(p as i32, libc::SIGKILL) };
+            }
+        }
+    }
 }
 
 impl Cluster {
@@ -33,7 +51,10 @@ impl Cluster {
         let hostfile: String = hosts.iter().map(|h| format!("{h} slots=4\n")).collect();
         fs::write(dir.path().join("hosts"), hostfile).expect("hostfile");
         fs::write(dir.path().join("av"), availability).expect("availability");
-        Self { dir }
+        Self {
+            dir,
+            started: Default::default(),
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -75,7 +96,13 @@ impl Cluster {
             .arg(self.path("stop"))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        cmd.spawn().expect("rankmig run")
+        self.watched(cmd.spawn().expect("rankmig run"))
+    }
+
+    /// `child`, noted to be killed with its descendants when the cluster is dropped.
+    fn watched(&self, child: Child) -> Child {
+        self.started.borrow_mut().push(child.id());
+        child
     }
 
     /// `rankmig` in the cluster's directory, with checkpoints every 2000 iterations and
@@ -93,12 +120,14 @@ impl Cluster {
 
     /// `rankmig run --restart run --emulated-cluster`, in the background.
     fn restart(&self) -> Child {
-        self.rankmig()
-            .args(["run", "--restart", "run", "--emulated-cluster"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("rankmig run --restart")
+        self.watched(
+            self.rankmig()
+                .args(["run", "--restart", "run", "--emulated-cluster"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("rankmig run --restart"),
+        )
     }
 
     /// Switches `host` off as a power failure would: listed as down (Open MPI can no
