@@ -361,7 +361,7 @@ fn open_mpi_lost_host(line: &str, hosts: &[String]) -> Option<String> {
 
 /// The host of `hosts` named right after `marker` in `line`.
 fn host_after(line: &str, marker: &str, hosts: &[String]) -> Option<String> {
-    let after = line.split(marker).nth(1)?;
+    let after = line.split(marker).nth(1)?.trim_start();
     let name = after
         .split(|c: char| c.is_whitespace() || c == ',' || c == ')' || c == ':')
         .next()?
@@ -389,6 +389,10 @@ mod tests {
                 None
             );
         }
+        assert_eq!(
+            launcher(MpiImplementation::OpenMpi5).lost_host("  Remote host:   h2", &hosts),
+            Some("h2".into())
+        );
         let hydra = "=   RANK 5 PID 1234 RUNNING AT h2";
         assert_eq!(
             launcher(MpiImplementation::Mpich).lost_host(hydra, &hosts),

@@ -5,7 +5,8 @@
 //!   consecutive ranks on one host (`-np 2 --host h2:2 PROGRAM : ...`), under the
 //!   default mapper: `--map-by seq` together with later spawns crashed a `prted` in
 //!   `libpmix` in 3 runs of 4. The hostfile lists every host of the allocation, so that
-//!   PRRTE starts a daemon on each.
+//!   PRRTE starts a daemon on each, and gives each host as many slots as the job has
+//!   ranks (a spawn beyond a host's slots fails).
 //! - `rmaps_base_oversubscribe` is ignored: a spawn names its host with the process
 //!   count (`host=h3:2`), and logical nodes on one host map with `:OVERSUBSCRIBE`.
 //! - A migration needs `--with-ft ulfm`: without it a replaced rank's exit ends the job
@@ -17,6 +18,8 @@
 //!   hostfile can be added by a spawn (info `PMIX_ADD_HOST`).
 //! - The agent is `PRTE_MCA_plm_ssh_agent` (`OMPI_MCA_plm_rsh_agent` is ignored).
 //!   Loopback cannot carry PRRTE's out-of-band channel; the default interface works.
+//! - When a host's daemon is lost mid-run, `prterun` prints "A daemon failed to report
+//!   back" with the host on a line `Remote host: HOST`, and exits 0 (5.0.11).
 //! - With the `ofi` transport a spawn on one host took 1.1 to 1.5 s, 0.15 to 0.3 s
 //!   without it: an emulated cluster leaves `ofi` out.
 
@@ -24,8 +27,8 @@ use std::fmt::Write as _;
 use std::process::Command;
 
 use super::{
-    Capabilities, Departure, JobLaunch, Launcher, MpiImplementation, host_runs, open_mpi_lost_host,
-    running_as_root,
+    Capabilities, Departure, JobLaunch, Launcher, MpiImplementation, host_after, host_runs,
+    open_mpi_lost_host, running_as_root,
 };
 use crate::planner::Placement;
 
@@ -45,25 +48,21 @@ impl Launcher for OpenMpi5 {
         "mpirun"
     }
 
-    /// Every host of the allocation once, with as many slots as ranks start there (at
-    /// least one).
+    /// Every host of the allocation once, each with as many slots as the job has ranks:
+    /// a later spawn onto a host beyond its slots fails ("All nodes which are allocated
+    /// for this job are already filled"), and a host never runs more ranks than that.
     ///
     /// ```
     /// use rankmig::launcher::{Launcher, openmpi5::OpenMpi5};
     /// use rankmig::planner::{Location, Placement};
     /// let at = |n: &[&str]| Placement::new(n.iter().map(|n| Location { node: (*n).into(), core: 0 }).collect());
     /// let hosts = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
-    /// assert_eq!(OpenMpi5.hostfile(&at(&["b", "a", "b"]), &hosts), "a slots=1\nb slots=2\nc slots=1\n");
+    /// assert_eq!(OpenMpi5.hostfile(&at(&["b", "a", "b"]), &hosts), "a slots=3\nb slots=3\nc slots=3\n");
     /// ```
     fn hostfile(&self, placement: &Placement, hosts: &[String]) -> String {
         let mut out = String::new();
         for h in hosts {
-            let ranks = placement
-                .locations()
-                .iter()
-                .filter(|l| &l.node == h)
-                .count();
-            let _ = writeln!(out, "{h} slots={}", ranks.max(1));
+            let _ = writeln!(out, "{h} slots={}", placement.len());
         }
         out
     }
@@ -123,8 +122,10 @@ impl Launcher for OpenMpi5 {
         .collect()
     }
 
+    /// Besides ORTE's forms, PRRTE's "A daemon failed to report back ..." block names
+    /// the host on a line of its own: `Remote host:   h2`.
     fn lost_host(&self, line: &str, hosts: &[String]) -> Option<String> {
-        open_mpi_lost_host(line, hosts)
+        open_mpi_lost_host(line, hosts).or_else(|| host_after(line, "Remote host:", hosts))
     }
 
     fn local_rank_variable(&self) -> &'static str {

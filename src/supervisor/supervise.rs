@@ -39,6 +39,9 @@ pub const STOP_GRACE: Duration = Duration::from_secs(10);
 /// How often the run directory is read for new reconfiguration records.
 const PROGRESS_POLL: Duration = Duration::from_millis(300);
 
+/// The exit code given to a launch whose launcher exited 0 while reporting a lost host.
+pub const LOST_HOST_EXIT: i32 = 70;
+
 /// How one launch ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchOutcome {
@@ -176,7 +179,7 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
         let hosts = spec
             .allocation
             .as_ref()
-            .map(|a| a.host_names())
+            .map(|a| spec.usable_hosts(a))
             .unwrap_or_default();
         std::thread::spawn(move || scan_stderr(stderr, launcher, &hosts, &lost))
     });
@@ -207,12 +210,21 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
     if let Some(r) = reader {
         let _ = r.join();
     }
-    let code = status.code().unwrap_or_else(|| {
+    let mut code = status.code().unwrap_or_else(|| {
         use std::os::unix::process::ExitStatusExt;
         128 + status.signal().unwrap_or(0)
     });
     let signal = received.load(Ordering::SeqCst);
     let lost_hosts = lost.lock().map(|l| l.clone()).unwrap_or_default();
+    if code == 0 && !lost_hosts.is_empty() {
+        // Open MPI 5.0.11's prterun exits 0 when a host's daemon is lost mid-run.
+        log::warn!(
+            "{} exited 0 but reported host(s) {} lost: the job did not complete",
+            launcher.program(),
+            lost_hosts.join(", ")
+        );
+        code = LOST_HOST_EXIT;
+    }
     Ok(LaunchOutcome {
         code,
         lost_hosts,
