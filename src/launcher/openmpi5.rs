@@ -145,11 +145,11 @@ impl Launcher for OpenMpi5 {
         let Some(host) = host else {
             return vec![("PMIX_MAPBY".into(), ":OVERSUBSCRIBE".into())];
         };
-        let mut info = vec![("host".to_owned(), format!("{host}:{count}"))];
-        if new_host {
-            info.push(("PMIX_ADD_HOST".into(), format!("{host}:{count}")));
-        }
-        info
+        let _ = new_host;
+        vec![
+            ("host".to_owned(), format!("{host}:{count}")),
+            ("PMIX_ADD_HOST".to_owned(), format!("{host}:{count}")),
+        ]
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -89,6 +89,49 @@ pub struct MovedRank {
     pub to: String,
 }
 
+/// The file of [`Job`](super::Job) process events (start, arrived, left, finish, end,
+/// relaunch) in a run directory.
+pub const PROCESSES: &str = "processes.csv";
+
+/// Where the process events of the next launch will start in `run_dir`'s
+/// [`PROCESSES`] file (its length now).
+pub fn processes_mark(run_dir: &Path) -> u64 {
+    std::fs::metadata(run_dir.join(PROCESSES)).map_or(0, |m| m.len())
+}
+
+/// The ranks of `0..ranks` that have not ended (no `finish`, `end` nor `relaunch` event)
+/// among the process events written after `mark`; `None` when nothing was written
+/// after it (a program that does not run a rankmig job).
+///
+/// ```
+/// use rankmig::migrate::record::{PROCESSES, unended_ranks};
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join(PROCESSES), "0,1,h1,0,start,0\n1,2,h2,0,start,0\n0,1,h1,0,finish,0\n").unwrap();
+/// assert_eq!(unended_ranks(dir.path(), 0, 2), Some(vec![1]));
+/// assert_eq!(unended_ranks(dir.path(), 1000, 2), None);
+/// ```
+pub fn unended_ranks(run_dir: &Path, mark: u64, ranks: usize) -> Option<Vec<usize>> {
+    let text = std::fs::read(run_dir.join(PROCESSES)).ok()?;
+    let new = text.get(usize::try_from(mark).ok()?..)?;
+    let new = String::from_utf8_lossy(new);
+    if new.trim().is_empty() {
+        return None;
+    }
+    let mut ended = vec![false; ranks];
+    for line in new.lines() {
+        let fields: Vec<&str> = line.split(',').collect();
+        let (Some(rank), Some(event)) = (fields.first(), fields.get(4)) else {
+            continue;
+        };
+        if let (Ok(r), "finish" | "end" | "relaunch") = (rank.parse::<usize>(), *event) {
+            if let Some(e) = ended.get_mut(r) {
+                *e = true;
+            }
+        }
+    }
+    Some((0..ranks).filter(|&r| !ended[r]).collect())
+}
+
 /// Appends one line to a file, creating it and its directory.
 pub fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {

@@ -29,7 +29,7 @@ use super::launch::{LaunchError, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
 use crate::launcher::Launcher;
-use crate::migrate::record::{RELAUNCH_REQUEST, request_relaunch};
+use crate::migrate::record::{RELAUNCH_REQUEST, processes_mark, request_relaunch, unended_ranks};
 use crate::migrate::spawn_watch;
 
 /// How long `mpirun` has to stop the job after a forwarded signal before everything
@@ -39,8 +39,9 @@ pub const STOP_GRACE: Duration = Duration::from_secs(10);
 /// How often the run directory is read for new reconfiguration records.
 const PROGRESS_POLL: Duration = Duration::from_millis(300);
 
-/// The exit code given to a launch whose launcher exited 0 while reporting a lost host.
-pub const LOST_HOST_EXIT: i32 = 70;
+/// The exit code given to a launch whose launcher exited 0 although ranks of the job
+/// did not end (none recorded its end) or a host was reported lost.
+pub const INCOMPLETE_EXIT: i32 = 70;
 
 /// How one launch ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +142,7 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
     use std::os::unix::process::CommandExt;
     cmd.process_group(0).stderr(Stdio::piped());
     let launcher = spec.launcher();
+    let mark = processes_mark(&spec.run_dir);
     let launch_error = |source| LaunchError::Launcher {
         program: launcher.program(),
         source,
@@ -216,14 +218,22 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
     });
     let signal = received.load(Ordering::SeqCst);
     let lost_hosts = lost.lock().map(|l| l.clone()).unwrap_or_default();
-    if code == 0 && !lost_hosts.is_empty() {
+    if code == 0 {
         // Open MPI 5.0.11's prterun exits 0 when a host's daemon is lost mid-run.
-        log::warn!(
-            "{} exited 0 but reported host(s) {} lost: the job did not complete",
-            launcher.program(),
-            lost_hosts.join(", ")
-        );
-        code = LOST_HOST_EXIT;
+        let unended = unended_ranks(&spec.run_dir, mark, spec.ranks).unwrap_or_default();
+        if !unended.is_empty() || !lost_hosts.is_empty() {
+            log::warn!(
+                "{} exited 0 but the job did not complete: {} rank(s) did not end{}",
+                launcher.program(),
+                unended.len(),
+                if lost_hosts.is_empty() {
+                    String::new()
+                } else {
+                    format!(", host(s) {} reported lost", lost_hosts.join(", "))
+                }
+            );
+            code = INCOMPLETE_EXIT;
+        }
     }
     Ok(LaunchOutcome {
         code,

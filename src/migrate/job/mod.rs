@@ -87,6 +87,8 @@ pub struct Job {
     history: SpawnHistory,
     /// True in a process spawned by a migration to replace a rank.
     replacement: bool,
+    /// [`Job::finalize`] has run (else dropping the job notes its end).
+    finished: bool,
     /// MPI itself, finalized when the job is dropped (declared last: dropped after the
     /// communicators). `None` when the application initialised MPI (the C interface).
     _universe: Option<Universe>,
@@ -156,6 +158,7 @@ impl Job {
             generations: 1,
             history: SpawnHistory::default(),
             replacement: false,
+            finished: false,
             _universe: None,
         };
         monitor::set_job_communicator(&job.comm, None);
@@ -214,6 +217,7 @@ impl Job {
             generations: a.generation + 1,
             history: a.history,
             replacement: true,
+            finished: false,
             _universe: None,
         };
         job.bind();
@@ -322,6 +326,7 @@ impl Job {
         self.ckpt.finalize()?;
         self.flush_records();
         self.note_process("finish");
+        self.finished = true;
         Ok(())
     }
 
@@ -360,7 +365,7 @@ impl Job {
                 self.location.core,
                 cpus.replace(',', ";")
             );
-            let _ = record::append_line(&dir.join("processes.csv"), &line);
+            let _ = record::append_line(&dir.join(record::PROCESSES), &line);
         }
     }
 
@@ -382,6 +387,16 @@ impl Job {
         };
         if let Err(e) = monitor::export_matrix(matrix, &path) {
             log::warn!("{e}");
+        }
+    }
+}
+
+impl Drop for Job {
+    /// A job dropped without [`Job::finalize`] notes its process's end (`end`), so that
+    /// `rankmig run` counts this rank as ended.
+    fn drop(&mut self) {
+        if !self.finished {
+            self.note_process("end");
         }
     }
 }
