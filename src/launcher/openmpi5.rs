@@ -14,8 +14,15 @@
 //!   (without it 4 runs of 4 hung in `MPI_Finalize`). A replaced rank that calls
 //!   `MPI_Finalize` crashes: it exits without it.
 //! - A spawn back onto a host that a still-running launch has left fails, as with Open
-//!   MPI 4.1 ([`Capabilities::spawn_onto_left_host`] is false). A host outside the
-//!   hostfile can be added by a spawn (info `PMIX_ADD_HOST`).
+//!   MPI 4.1 ([`Capabilities::spawn_onto_left_host`] is false).
+//! - The application contexts' `--host` options make the job's allocation: a spawn
+//!   onto another host of the hostfile fails ("All nodes which are allocated for this
+//!   job are already filled"), also with `map_by :OVERSUBSCRIBE` in its info (refused:
+//!   "Conflicting directives"). Every spawn therefore adds its target host
+//!   (`PMIX_ADD_HOST=HOST:COUNT`), which also reaches hosts outside the hostfile. That
+//!   works with 4 ranks on 2 hosts; with 8 ranks on 4 hosts a spawn onto a fifth host
+//!   made a `prted` of the job die ("PRTE has lost communication with a remote
+//!   daemon") in 3 runs of 3, also with `routed direct` or `PMIX_MCA_gds=hash`.
 //! - The agent is `PRTE_MCA_plm_ssh_agent` (`OMPI_MCA_plm_rsh_agent` is ignored).
 //!   Loopback cannot carry PRRTE's out-of-band channel; the default interface works.
 //! - When a host's daemon is lost mid-run, `prterun` prints "A daemon failed to report
@@ -89,8 +96,9 @@ impl Launcher for OpenMpi5 {
                     if i > 0 {
                         cmd.arg(":");
                     }
+                    // The host's slots: as many as the job has ranks, for later spawns.
                     cmd.args(["-np", &count.to_string()])
-                        .args(["--host", &format!("{host}:{count}")])
+                        .args(["--host", &format!("{host}:{}", job.placement.len())])
                         .args(job.program);
                 }
             }
@@ -145,6 +153,7 @@ impl Launcher for OpenMpi5 {
         let Some(host) = host else {
             return vec![("PMIX_MAPBY".into(), ":OVERSUBSCRIBE".into())];
         };
+        // Every target host is added, in the allocation or not (see the module's facts).
         let _ = new_host;
         vec![
             ("host".to_owned(), format!("{host}:{count}")),
