@@ -8,22 +8,28 @@
 !   do while (iter < iters)
 !     comm = rankmig_comm()                     ! changes at migrations
 !     ...
-!     if (rankmig_checkpoint() < 0) stop 1      ! may save, or move this rank
-!   end do
+!     if (rankmig_checkpoint() < 0) stop 1      ! may save, or move this rank;
+!   end do                                      ! RANKMIG_COMM_CHANGED (1): a new comm
 !   ierr = rankmig_finalize()
 !   call MPI_Finalize(ierr)
+!
+! A communicator derived from the job's (MPI_Cart_create, MPI_Comm_split) is rebuilt
+! when rankmig_checkpoint returns RANKMIG_COMM_CHANGED, or when rankmig_generation()
+! differs from the value it was built at (rankmig_on_comm, whose callback receives a C
+! handle, is for C and C++).
 !
 ! Build: mpif90 -c include/rankmig.f90 (gives rankmig.mod), then link the program with
 ! -L target/release -lrankmig.
 module rankmig
-  use, intrinsic :: iso_c_binding, only: c_int, c_char, c_ptr, c_size_t, c_null_char, &
-       c_null_ptr, c_f_pointer, c_associated
+  use, intrinsic :: iso_c_binding, only: c_int, c_long, c_char, c_ptr, c_size_t, &
+       c_null_char, c_null_ptr, c_f_pointer, c_associated
   implicit none
   private
   public :: rankmig_init, rankmig_comm, rankmig_register_data, rankmig_checkpoint, &
-       rankmig_resumed, rankmig_finalize, rankmig_last_error
+       rankmig_resumed, rankmig_finalize, rankmig_last_error, rankmig_generation
 
   integer(c_int), parameter, public :: RANKMIG_OK = 0
+  integer(c_int), parameter, public :: RANKMIG_COMM_CHANGED = 1
 
   interface
     integer(c_int) function c_rankmig_init(comm) bind(C, name="rankmig_init")
@@ -42,6 +48,9 @@ module rankmig
     integer(c_int) function rankmig_checkpoint() bind(C, name="rankmig_checkpoint")
       import :: c_int
     end function rankmig_checkpoint
+    integer(c_long) function rankmig_generation() bind(C, name="rankmig_generation")
+      import :: c_long
+    end function rankmig_generation
     integer(c_int) function rankmig_resumed() bind(C, name="rankmig_resumed")
       import :: c_int
     end function rankmig_resumed

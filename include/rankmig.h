@@ -36,6 +36,17 @@
  */
 #define RANKMIG_ERR_INTERNAL -4
 
+/*
+ [`rankmig_checkpoint`]: this call replaced the job's communicator (a migration); the
+ callbacks of [`rankmig_on_comm`] have run with the new one.
+ */
+#define RANKMIG_COMM_CHANGED 1
+
+/*
+ A callback of [`rankmig_on_comm`]: the job's communicator, and the caller's `arg`.
+ */
+typedef void (*RankmigCommCallback)(MPI_Comm comm, void *arg);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -85,10 +96,40 @@ int rankmig_register(const char *name, void *data, size_t bytes);
 /*
  The loop's checkpoint point; collective. Counts a call and, when due, saves the
  registered regions or takes part in a reconfiguration. A process whose rank moves
- elsewhere exits inside this call (status 0). Returns 0, or a negative code: the
- job then keeps running as it was (no rank has moved).
+ elsewhere exits inside this call (status 0). Returns [`RANKMIG_COMM_CHANGED`] (1)
+ when this call replaced the job's communicator (every [`rankmig_on_comm`] callback
+ has then run with the new one, before the return), 0 when it did not, or a negative
+ code: the job then keeps running as it was (no rank has moved).
+
+ Order of communicators at a migration: the new job communicator is created first,
+ the callbacks run with it, and the old one is freed by rankmig only after; a
+ communicator the program derived from the old one is the program's to free (in its
+ callback).
  */
 int rankmig_checkpoint(void);
+
+/*
+ Registers `callback`, called with the job's communicator and `arg`: once at once,
+ then in every process each time the job's communicator is replaced (inside
+ [`rankmig_checkpoint`], after a migration, before it returns), after the callbacks
+ registered before it. A process that arrived by migration gets the current
+ communicator when it registers. Use it to rebuild communicators derived from the
+ job's (`MPI_Cart_create`, `MPI_Comm_split`, `MPI_Comm_dup`): free the old derived one
+ and create the new one there. The callback may make collective calls on `comm`
+ (every process of the job runs it at the same point).
+
+ # Safety
+ `callback` must be callable with any communicator of the job, and `arg` valid
+ whenever it is called, until [`rankmig_finalize`].
+ */
+int rankmig_on_comm(RankmigCommCallback callback, void *arg);
+
+/*
+ How many times the job's communicator has been replaced in this process (a process
+ that arrived by migration starts with the count of that migration); 0 before
+ [`rankmig_init`].
+ */
+unsigned long rankmig_generation(void);
 
 /*
  1 after a restart from a checkpoint or in a process that arrived by migration (skip

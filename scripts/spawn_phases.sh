@@ -86,7 +86,7 @@ print('$impl rankmig $case', r['outcome'], r['moves'], '%.2f %.2f %.2f %.2f' % (
         name=one
         [ "$case" = "h5:4" ] || name=four
         # shellcheck disable=SC2086
-        line=$(floor "$impl" "$dir/agent" $case 2>&1 | grep '^spawn' || true)
+        line=$(timeout 60 bash -c "$(declare -f floor); cd $dir; floor $impl $dir/agent $case" 2>&1 | grep "^spawn" || echo "did not complete in 60 s")
         echo "$impl floor $name $line" | tee -a "$results"
       done
     done

@@ -330,6 +330,13 @@ fn migrates_across_hosts(twin: Twin) {
     });
     fs::write(&stop, "").expect("stop file");
     let out = child.wait_with_output().expect("rankmig run ends");
+    // Rank 0 arrived by the one migration: its communicator is of generation 1 (the C
+    // twin's Cartesian communicator was rebuilt by rankmig_on_comm at its arrival).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("communicator generation 1\n"),
+        "{twin:?}: {stderr}"
+    );
     let got = checksum(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let iterations = stdout

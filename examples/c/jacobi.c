@@ -66,17 +66,29 @@ static int parse_args(int argc, char **argv, long *size, uint64_t *iters,
 
 /* Sends the first row up and the last row down; receives the halo rows (the row above
  * ours into up, the row below into down). Rows outside the grid stay zero. */
-static void halo_exchange(MPI_Comm comm, const double *rows, long n, long local, double *up,
+static void halo_exchange(MPI_Comm cart, const double *rows, long n, long local, double *up,
                           double *down) {
-    int rank, size;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    int above = rank > 0 ? rank - 1 : MPI_PROC_NULL;
-    int below = rank + 1 < size ? rank + 1 : MPI_PROC_NULL;
+    int above, below; /* MPI_PROC_NULL at the grid's edges */
+    MPI_Cart_shift(cart, 0, 1, &above, &below);
+    MPI_Comm comm = cart;
     MPI_Sendrecv(rows, (int)n, MPI_DOUBLE, above, 0, down, (int)n, MPI_DOUBLE, below, 0, comm,
                  MPI_STATUS_IGNORE);
     MPI_Sendrecv(rows + (local - 1) * n, (int)n, MPI_DOUBLE, below, 1, up, (int)n, MPI_DOUBLE,
                  above, 1, comm, MPI_STATUS_IGNORE);
+}
+
+/* The ranks as a line (a 1-D Cartesian communicator), derived from the job's
+ * communicator. rankmig: rankmig_on_comm calls this at once, then again in every
+ * process each time the job's communicator is replaced by a migration. */
+static MPI_Comm cart = MPI_COMM_NULL;
+static void make_cart(MPI_Comm comm, void *arg) {
+    (void)arg;
+    if (cart != MPI_COMM_NULL)
+        MPI_Comm_free(&cart);
+    int ranks;
+    MPI_Comm_size(comm, &ranks);
+    int dims[1] = {ranks}, periods[1] = {0};
+    MPI_Cart_create(comm, 1, dims, periods, 0, &cart);
 }
 
 /* One sweep: next = (up + down + left + right + h²) / 4, summed in the Rust example's order. */
@@ -160,22 +172,26 @@ int main(int argc, char **argv) {
         fprintf(stderr, "jacobi-c: resumed at iteration %" PRIu64 "\n", iter);
     double h = 1.0 / ((double)n + 1.0);
     double h2 = h * h;
+    if (rankmig_on_comm(make_cart, NULL) != 0) /* rankmig: derived communicators */
+        return fail("rankmig_on_comm");
     while (iter < iters) {
-        comm = rankmig_comm(); /* rankmig: it changes at migrations */
-        if (stop_requested(comm, stop_file, iter))
+        if (stop_requested(cart, stop_file, iter))
             break;
-        halo_exchange(comm, rows, n, local, up, down);
+        halo_exchange(cart, rows, n, local, up, down);
         sweep(rows, up, down, n, local, h2, next);
         memcpy(rows, next, sizeof(double) * (size_t)(local * n));
         iter++;
-        if (rankmig_checkpoint() < 0) /* rankmig: may save, or move this rank */
-            return fail("rankmig_checkpoint");
+        if (rankmig_checkpoint() < 0) /* rankmig: may save, move this rank, or give */
+            return fail("rankmig_checkpoint"); /* a new communicator (make_cart ran) */
     }
     comm = rankmig_comm();
     MPI_Comm_rank(comm, &rank);
-    if (rank == 0)
+    if (rank == 0) {
         printf("iterations: %" PRIu64 "\n", iter);
+        fprintf(stderr, "jacobi-c: communicator generation %lu\n", rankmig_generation());
+    }
     print_checksum(comm, rows, n, local);
+    MPI_Comm_free(&cart);
     if (rankmig_finalize() != 0) /* rankmig */
         return fail("rankmig_finalize");
     free(rows);

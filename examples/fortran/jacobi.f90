@@ -73,6 +73,8 @@ program jacobi
     if (rankmig_checkpoint() < 0) call fail('rankmig_checkpoint') ! rankmig: may save or move
   end do
   comm = rankmig_comm()
+  if (rank == 0) write (0, '(a,i0)') 'jacobi-f: communicator generation ', &
+       rankmig_generation()                                     ! rankmig: changes so far
   call print_checksum()
   if (rankmig_finalize() /= 0) call fail('rankmig_finalize')     ! rankmig
   call MPI_Finalize(ierr)

@@ -47,12 +47,33 @@ pub const RANKMIG_ERR_ARGUMENT: c_int = -2;
 pub const RANKMIG_ERR_RUNTIME: c_int = -3;
 /// A bug inside rankmig (caught, never unwound into the caller).
 pub const RANKMIG_ERR_INTERNAL: c_int = -4;
+/// [`rankmig_checkpoint`]: this call replaced the job's communicator (a migration); the
+/// callbacks of [`rankmig_on_comm`] have run with the new one.
+pub const RANKMIG_COMM_CHANGED: c_int = 1;
+
+/// A callback of [`rankmig_on_comm`]: the job's communicator, and the caller's `arg`.
+pub type RankmigCommCallback = Option<unsafe extern "C" fn(comm: MPI_Comm, arg: *mut c_void)>;
 
 /// The runtime of this process, held by the thread that initialised it.
 struct Runtime {
     job: Job,
     regions: Regions,
     saved: SavedRegions,
+    /// The callbacks of [`rankmig_on_comm`], in registration order.
+    on_comm: Vec<CommCallback>,
+}
+
+/// A registered [`rankmig_on_comm`] callback and its argument.
+type CommCallback = (unsafe extern "C" fn(MPI_Comm, *mut c_void), *mut c_void);
+
+/// Calls `callbacks` in order with `comm`, outside any borrow of the runtime (a
+/// callback may call `rankmig_comm` or `rankmig_generation`).
+fn announce_comm(comm: MPI_Comm, callbacks: &[CommCallback]) {
+    for (callback, arg) in callbacks {
+        // SAFETY: the caller of rankmig_on_comm promised a callable function and an
+        // argument valid until rankmig_finalize.
+        unsafe { callback(comm, *arg) };
+    }
 }
 
 thread_local! {
@@ -171,6 +192,7 @@ pub unsafe extern "C" fn rankmig_init(comm: *mut MPI_Comm) -> c_int {
                 job,
                 regions: Regions::default(),
                 saved,
+                on_comm: Vec::new(),
             })
         });
         Ok(RANKMIG_OK)
@@ -242,18 +264,65 @@ pub unsafe extern "C" fn rankmig_register(
 
 /// The loop's checkpoint point; collective. Counts a call and, when due, saves the
 /// registered regions or takes part in a reconfiguration. A process whose rank moves
-/// elsewhere exits inside this call (status 0). Returns 0, or a negative code: the
-/// job then keeps running as it was (no rank has moved).
+/// elsewhere exits inside this call (status 0). Returns [`RANKMIG_COMM_CHANGED`] (1)
+/// when this call replaced the job's communicator (every [`rankmig_on_comm`] callback
+/// has then run with the new one, before the return), 0 when it did not, or a negative
+/// code: the job then keeps running as it was (no rank has moved).
+///
+/// Order of communicators at a migration: the new job communicator is created first,
+/// the callbacks run with it, and the old one is freed by rankmig only after; a
+/// communicator the program derived from the old one is the program's to free (in its
+/// callback).
 #[unsafe(no_mangle)]
 pub extern "C" fn rankmig_checkpoint() -> c_int {
     call(|| {
-        with_runtime(|rt| {
-            if rt.job.tick() {
-                rt.job.event(&rt.regions).map_err(CallError::runtime)?;
+        let changed = with_runtime(|rt| {
+            let changed = rt.job.tick() && rt.job.event(&rt.regions).map_err(CallError::runtime)?;
+            Ok(changed.then(|| (rt.job.comm().as_raw(), rt.on_comm.clone())))
+        })?;
+        match changed {
+            Some((comm, callbacks)) => {
+                announce_comm(comm, &callbacks);
+                Ok(RANKMIG_COMM_CHANGED)
             }
-            Ok(RANKMIG_OK)
-        })
+            None => Ok(RANKMIG_OK),
+        }
     })
+}
+
+/// Registers `callback`, called with the job's communicator and `arg`: once at once,
+/// then in every process each time the job's communicator is replaced (inside
+/// [`rankmig_checkpoint`], after a migration, before it returns), after the callbacks
+/// registered before it. A process that arrived by migration gets the current
+/// communicator when it registers. Use it to rebuild communicators derived from the
+/// job's (`MPI_Cart_create`, `MPI_Comm_split`, `MPI_Comm_dup`): free the old derived one
+/// and create the new one there. The callback may make collective calls on `comm`
+/// (every process of the job runs it at the same point).
+///
+/// # Safety
+/// `callback` must be callable with any communicator of the job, and `arg` valid
+/// whenever it is called, until [`rankmig_finalize`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rankmig_on_comm(callback: RankmigCommCallback, arg: *mut c_void) -> c_int {
+    call(|| {
+        let Some(callback) = callback else {
+            return Err(CallError::argument("rankmig_on_comm: callback is NULL"));
+        };
+        let comm = with_runtime(|rt| {
+            rt.on_comm.push((callback, arg));
+            Ok(rt.job.comm().as_raw())
+        })?;
+        announce_comm(comm, &[(callback, arg)]);
+        Ok(RANKMIG_OK)
+    })
+}
+
+/// How many times the job's communicator has been replaced in this process (a process
+/// that arrived by migration starts with the count of that migration); 0 before
+/// [`rankmig_init`].
+#[unsafe(no_mangle)]
+pub extern "C" fn rankmig_generation() -> std::ffi::c_ulong {
+    with_runtime(|rt| Ok(rt.job.comm_generation() as std::ffi::c_ulong)).unwrap_or(0)
 }
 
 /// 1 after a restart from a checkpoint or in a process that arrived by migration (skip

@@ -85,7 +85,7 @@ pub fn own_location_from(
         return Ok(placement.location(rank).clone());
     }
     let core = number(ENV_CORE, get(ENV_CORE))?
-        .or_else(|| crate::launcher::local_rank_from(&get))
+        .or_else(|| crate::launcher::local_rank_from(get))
         .unwrap_or(rank);
     Ok(Location {
         node: hostname(),

@@ -45,6 +45,9 @@ pub(super) struct Assignment {
     /// Where each generation has run, this spawn included.
     #[serde(default)]
     pub(super) history: SpawnHistory,
+    /// The communicator changes of the survivors once this migration is done.
+    #[serde(default)]
+    pub(super) comm_changes: u64,
 }
 
 /// The parts of a [`CheckpointConfig`] a new process needs.
@@ -193,6 +196,8 @@ impl Job {
             }
             OldRankOutcome::Stay(comm) => {
                 self.comm = comm;
+                self.comm_changes += 1;
+                self.comm_changed = true;
                 self.ckpt.collective_mut().set_communicator(&self.comm);
                 monitor::set_job_communicator(&self.comm, None);
                 monitor::mark_reconfiguration();
@@ -295,6 +300,7 @@ impl Job {
                     elapsed: self.started.elapsed().as_secs_f64(),
                     generation: self.generations,
                     history: history.clone(),
+                    comm_changes: self.comm_changes + 1,
                 };
                 Ok(serde_json::to_vec(&a)?)
             })

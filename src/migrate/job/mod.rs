@@ -89,6 +89,11 @@ pub struct Job {
     replacement: bool,
     /// [`Job::finalize`] has run (else dropping the job notes its end).
     finished: bool,
+    /// How many times this process's job communicator has been replaced (a process
+    /// that arrived by migration starts with the count of the migration that made it).
+    comm_changes: u64,
+    /// The communicator was replaced since the last [`Job::event`] returned.
+    comm_changed: bool,
     /// MPI itself, finalized when the job is dropped (declared last: dropped after the
     /// communicators). `None` when the application initialised MPI (the C interface).
     _universe: Option<Universe>,
@@ -159,6 +164,8 @@ impl Job {
             history: SpawnHistory::default(),
             replacement: false,
             finished: false,
+            comm_changes: 0,
+            comm_changed: false,
             _universe: None,
         };
         monitor::set_job_communicator(&job.comm, None);
@@ -218,6 +225,8 @@ impl Job {
             history: a.history,
             replacement: true,
             finished: false,
+            comm_changes: a.comm_changes,
+            comm_changed: false,
             _universe: None,
         };
         job.bind();
@@ -253,6 +262,32 @@ impl Job {
     /// The checkpoint context (epochs, notes).
     pub fn checkpoints(&self) -> &CheckpointContext<MpiCollective> {
         &self.ckpt
+    }
+
+    /// How many times the job's communicator ([`Job::comm`]) has been replaced in this
+    /// process: it goes up by one at each migration this process survives, and a process
+    /// that arrives by migration starts with the count of that migration. Communicators
+    /// derived from [`Job::comm`] (split, duplicated, Cartesian) must be rebuilt when it
+    /// changes.
+    ///
+    /// ```no_run
+    /// # use rankmig::migrate::Job;
+    /// # fn f(job: &mut Job, state: &u64) -> Result<(), rankmig::migrate::MigrateError> {
+    /// use mpi::traits::Communicator;
+    /// let mut seen = job.comm_generation();
+    /// let mut halves = job.comm().split_by_color(mpi::topology::Color::with_value(job.comm().rank() % 2));
+    /// // in the loop:
+    /// if job.tick() && job.event(state)? {
+    ///     // event() returned true: the communicator changed in this call
+    /// }
+    /// if job.comm_generation() != seen {
+    ///     seen = job.comm_generation();
+    ///     halves = job.comm().split_by_color(mpi::topology::Color::with_value(job.comm().rank() % 2));
+    /// }
+    /// # let _ = halves; Ok(()) }
+    /// ```
+    pub fn comm_generation(&self) -> u64 {
+        self.comm_changes
     }
 
     /// The state: handed over by the rank this process replaces, restored from the
@@ -292,9 +327,10 @@ impl Job {
 
     /// The slow path of `checkpoint!`: a checkpoint save or check, and at every
     /// availability check a possible reconfiguration. Collective. A rank that is
-    /// replaced does not return: its process exits.
+    /// replaced does not return: its process exits. Returns true when this call
+    /// replaced the job's communicator ([`Job::comm_generation`] went up).
     #[doc(hidden)]
-    pub fn event<T: Serialize>(&mut self, state: &T) -> Result<(), MigrateError> {
+    pub fn event<T: Serialize>(&mut self, state: &T) -> Result<bool, MigrateError> {
         let _rankmig_traffic_is_not_counted = Paused::new();
         if self.ckpt_due {
             self.ckpt.event(state)?;
@@ -306,7 +342,7 @@ impl Job {
             self.flush_records();
         }
         self.last_end = Instant::now();
-        Ok(())
+        Ok(std::mem::take(&mut self.comm_changed))
     }
 
     /// Saves `state` now and commits the epoch before returning. Collective.
