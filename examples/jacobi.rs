@@ -87,7 +87,7 @@ fn main() -> ExitCode {
     match run(universe) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("jacobi: process of world rank {world_rank}: {e}");
+            say(&format!("jacobi: process of world rank {world_rank}: {e}"));
             ExitCode::FAILURE
         }
     }
@@ -165,10 +165,17 @@ fn stop_requested(comm: &SimpleCommunicator, args: &Args, iter: u64) -> bool {
     anywhere != 0
 }
 
+/// Writes `line` and a newline to stderr in one `write` (as `eprintln!` may not), so
+/// that lines several ranks write at once do not interleave.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
 fn report_start(job: &Job, state: &State, args: &Args, ranks: usize) {
     let ctx = job.checkpoints();
     for note in ctx.notes() {
-        eprintln!("jacobi: rank {}: {note}", ctx.rank());
+        say(&format!("jacobi: rank {}: {note}", ctx.rank()));
     }
     if ctx.rank() != 0 {
         return;

@@ -176,6 +176,29 @@ fn symlinked_spare_file_is_never_written_through() {
     assert_all_private(&dir);
 }
 
+/// The spare directory itself a link to an outside copy (issue 22): the files there
+/// are a victim's, and neither a later save nor a restart may take, move or remove them.
+#[test]
+fn symlinked_spare_directory_is_never_emptied() {
+    let (root, dir) = setup();
+    save_states(&dir, "j", 1, 2).unwrap();
+    let outside = root.path().join("outside-spare");
+    fs::rename(dir.join(SPARE_DIR), &outside).unwrap();
+    symlink(&outside, dir.join(SPARE_DIR)).unwrap();
+    let kept = |name: &str| fs::read(outside.join(name)).ok();
+    let before = kept(&rank_file_name(0));
+    assert!(before.is_some(), "the retired epoch left no spare file");
+    let r = two_more_saves(&dir, 1);
+    assert_eq!(kept(&rank_file_name(0)), before, "{r:?}");
+    r.unwrap();
+    assert_eq!(restart(&dir, "j").unwrap().0, 8);
+    assert_eq!(kept(&rank_file_name(0)), before);
+    assert!(
+        fs::symlink_metadata(dir.join(SPARE_DIR)).is_ok_and(|m| m.file_type().is_symlink()),
+        "the link itself is the user's: left alone"
+    );
+}
+
 #[test]
 fn symlinked_temporary_file_is_never_written_through() {
     let (root, dir) = setup();

@@ -526,9 +526,12 @@ pub fn write_atomic_recycling(
 }
 
 /// Moves the spare file to `tmp` and opens it for overwriting, if it is a regular
-/// file of this user with one link; `None` (and the spare left alone, or the moved
-/// name removed) otherwise.
+/// file of this user with one link in a real directory of this user (not a link to
+/// one: the file would then be someone else's); `None` (and the spare left alone, or
+/// the moved name removed) otherwise.
 fn take_spare(spare: &Path, tmp: &Path) -> Option<File> {
+    let parent = spare.parent()?;
+    check_own_dir(&fs::symlink_metadata(parent).ok()?, parent).ok()?;
     let meta = fs::symlink_metadata(spare).ok()?;
     check_own_file(&meta, spare).ok()?;
     match fs::symlink_metadata(tmp) {
