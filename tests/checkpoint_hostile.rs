@@ -199,6 +199,24 @@ fn symlinked_spare_directory_is_never_emptied() {
     );
 }
 
+/// Two jobs in one checkpoint directory (issue 22): A commits, B commits newer epochs,
+/// then A restarts: it restores its own newest epoch, and B's epochs are kept.
+#[test]
+fn a_restart_restores_its_own_jobs_newest_epoch() {
+    let (_root, dir) = setup();
+    save_states(&dir, "a", 10, 2).unwrap();
+    save_states(&dir, "b", 10, 4).unwrap();
+    let (value, epoch) = within_limit("restart of a", {
+        let dir = dir.clone();
+        move || restart(&dir, "a")
+    })
+    .unwrap();
+    assert_eq!(value, 2, "a's newest state");
+    assert_eq!(epoch, 2, "a's newest epoch");
+    let (value, _) = restart(&dir, "b").unwrap();
+    assert_eq!(value, 4, "b's epochs survived a's restart");
+}
+
 #[test]
 fn symlinked_temporary_file_is_never_written_through() {
     let (root, dir) = setup();

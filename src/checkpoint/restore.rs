@@ -62,8 +62,9 @@ impl<'a> LocalFinder<'a> {
     ///
     /// Damaged or missing files and uncommitted epochs are skipped with a note; so are
     /// unreadable or untrusted ones (an I/O error, a link, a FIFO), which also set
-    /// [`LocalFinder::skipped_unreadable`]; an epoch of another job, rank count or
-    /// newer format is an error.
+    /// [`LocalFinder::skipped_unreadable`]; another job's epochs are skipped with a
+    /// note (and kept); an epoch of this job with another rank count, or of a newer
+    /// format, is an error.
     pub fn best_at_most(&mut self, bound: u64) -> Result<u64, CheckpointError> {
         if let Some(c) = &self.candidate {
             if c.epoch <= bound {
@@ -81,7 +82,11 @@ impl<'a> LocalFinder<'a> {
             // Anything newer than the bound was skipped elsewhere; drop it for good.
             self.epochs.retain(|e| e.epoch < entry.epoch);
             match self.try_epoch(&entry) {
-                Ok(c) => {
+                Ok(None) => self.notes.push(format!(
+                    "skipped epoch {}: another job's (kept)",
+                    entry.epoch
+                )),
+                Ok(Some(c)) => {
                     let epoch = c.epoch;
                     self.candidate = Some(c);
                     return Ok(epoch);
@@ -102,12 +107,17 @@ impl<'a> LocalFinder<'a> {
         Ok(0)
     }
 
-    fn try_epoch(&self, entry: &EpochEntry) -> Result<Candidate, CheckpointError> {
+    /// The verified file of this rank in `entry`; `None` when the epoch is another
+    /// job's (a directory shared by two jobs: each restores its own newest epoch).
+    fn try_epoch(&self, entry: &EpochEntry) -> Result<Option<Candidate>, CheckpointError> {
         let marker_path = entry.path.join(epoch::COMMIT_MARKER);
         let marker = entry.marker()?.ok_or_else(|| {
             CheckpointError::corrupt(&marker_path, "no commit marker (epoch incomplete)")
         })?;
         marker.verify(entry.epoch, &marker_path)?;
+        if marker.job != self.job {
+            return Ok(None);
+        }
         marker.check(self.job, self.ranks, &marker_path)?;
         let path = entry.rank_file(self.rank);
         let (header, bytes) = storage::read_verified(&path)?;
@@ -118,12 +128,12 @@ impl<'a> LocalFinder<'a> {
             epoch: entry.epoch,
         };
         storage::check_identity(&header, &want, &path)?;
-        Ok(Candidate {
+        Ok(Some(Candidate {
             epoch: entry.epoch,
             header,
             bytes,
             path,
-        })
+        }))
     }
 }
 
