@@ -70,11 +70,19 @@ for impl in ${IMPLS:-openmpi4 mpich openmpi5}; do
           --run-dir run --check-every 50 --settle 0 -q -- "$J" --size 128 --iters 1000000000 \
           --stop-file "$dir/stop" >/dev/null 2>&1 &
         pid=$!
-        until [ -f run/iterations/rank-0.csv ]; do sleep 0.5; done
+        # Waits for a file while the job runs; false if the job ended first.
+        wait_for() { until [ -s "$1" ]; do kill -0 $pid 2>/dev/null || return 1; sleep 0.5; done; }
+        if ! wait_for run/iterations/rank-0.csv; then
+          echo "$impl rankmig $case did-not-start" | tee -a "$results"
+          continue
+        fi
         sleep 2
         if [ $case = one ]; then printf 'h3 2\nh4 2\nh5 4\n' >av.t; else printf 'h3 2\nh4 2\nh5 1\nh6 1\nh7 1\nh8 1\n' >av.t; fi
         mv av.t av
-        until [ -s run/reconfigurations.jsonl ]; do sleep 0.5; done
+        if ! wait_for run/reconfigurations.jsonl; then
+          echo "$impl rankmig $case job-ended" | tee -a "$results"
+          continue
+        fi
         python3 -c "
 import json; r = json.loads(open('run/reconfigurations.jsonl').readline())
 p = r['phases']
@@ -86,7 +94,7 @@ print('$impl rankmig $case', r['outcome'], r['moves'], '%.2f %.2f %.2f %.2f' % (
         name=one
         [ "$case" = "h5:4" ] || name=four
         # shellcheck disable=SC2086
-        line=$(timeout 60 bash -c "$(declare -f floor); cd $dir; floor $impl $dir/agent $case" 2>&1 | grep "^spawn" || echo "did not complete in 60 s")
+        line=$(timeout 60 bash -c "$(declare -f floor); cd $dir; floor $impl $dir/agent $case" 2>&1 | grep "^spawn" || true)
         echo "$impl floor $name $line" | tee -a "$results"
       done
     done
