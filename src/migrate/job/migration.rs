@@ -192,6 +192,7 @@ impl Job {
             OldRankOutcome::Leave => {
                 self.flush_records();
                 self.note_process("left");
+                self.finished = true;
                 leave_now(self.launcher().departure())
             }
             OldRankOutcome::Stay(comm) => {

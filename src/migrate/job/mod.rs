@@ -431,10 +431,20 @@ impl Drop for Job {
     /// A job dropped without [`Job::finalize`] notes its process's end (`end`), so that
     /// `rankmig run` counts this rank as ended.
     fn drop(&mut self) {
-        if !self.finished {
+        // A process that left (or MPI already finalized, as in a C program's exit after
+        // MPI_Finalize) has nothing to note, and may not call MPI.
+        if !self.finished && !mpi_finalized() {
             self.note_process("end");
         }
     }
+}
+
+/// True once `MPI_Finalize` has run in this process.
+fn mpi_finalized() -> bool {
+    let mut flag: std::ffi::c_int = 0;
+    // SAFETY: MPI_Finalized may be called at any time, also after MPI_Finalize.
+    unsafe { mpi::ffi::MPI_Finalized(&mut flag) };
+    flag != 0
 }
 
 /// What the job's watcher does with a host outside the allocation: allowed with
@@ -481,5 +491,12 @@ pub(super) fn leave_now(departure: Departure) -> ! {
         // used again.
         unsafe { mpi::ffi::MPI_Finalize() };
     }
-    std::process::exit(0)
+    // _exit, not exit: exit would run thread-local destructors (the C interface keeps
+    // its job in one), which free communicators, after MPI_Finalize with MPICH. C's
+    // stdio buffers are flushed first.
+    // SAFETY: fflush(NULL) flushes every C stream; _exit ends the process.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::_exit(0)
+    }
 }
