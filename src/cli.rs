@@ -467,6 +467,15 @@ pub struct RunArgs {
     /// ever; a spawn of a few processes takes 0.1 to 2 s on one host.
     #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = parse_spawn_timeout)]
     pub spawn_timeout: f64,
+    /// Stop the job and launch it again from its newest complete checkpoint when a rank
+    /// has recorded no iteration for SECONDS (0 = never), naming the ranks and hosts
+    /// that stopped; recorded in RUN_DIR/stalls.txt. After a migration this catches a
+    /// code that keeps a communicator derived from the old one, or makes a collective
+    /// the new processes do not make. Default: the largest of 60 s, 20 times the
+    /// slowest iteration so far and 3 times the longest gap between two records of a
+    /// rank.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_stall_timeout, conflicts_with = "restart")]
+    pub stall_timeout: Option<f64>,
     /// Look at the availability file every N `checkpoint!` calls instead of by time.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub check_every: Option<u64>,
@@ -519,6 +528,17 @@ fn parse_settle(text: &str) -> Result<f64, String> {
 }
 
 /// A spawn timeout: seconds, from 0 (never) to one day.
+fn parse_stall_timeout(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(0.0..=86_400.0).contains(&v) {
+        return Err(format!("{v} s is outside 0 to 86400 s (0 = not watched)"));
+    }
+    Ok(v)
+}
+
 fn parse_spawn_timeout(text: &str) -> Result<f64, String> {
     parse_seconds_within(text, 0.0, 86_400.0)
 }

@@ -549,6 +549,7 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                     None => rankmig::launcher::detect()?,
                 },
                 allow_new_hosts: args.allow_new_hosts,
+                stall_timeout_ms: args.stall_timeout.map(|s| (s * 1000.0).round() as u64),
             };
             spec.check_new_hosts()?;
             (spec, false)

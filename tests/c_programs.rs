@@ -19,6 +19,9 @@ use common::{checksum, jacobi, live_hosts, mpi_lock, namespaces_available, per_h
 enum Twin {
     C,
     Fortran,
+    /// The C twin built with `-DJACOBI_CART_ONCE`: its Cartesian communicator is made
+    /// once, as a naive port would.
+    CCartOnce,
 }
 
 impl Twin {
@@ -26,9 +29,11 @@ impl Twin {
     fn program(self) -> &'static Path {
         static C: OnceLock<PathBuf> = OnceLock::new();
         static FORTRAN: OnceLock<PathBuf> = OnceLock::new();
+        static C_CART_ONCE: OnceLock<PathBuf> = OnceLock::new();
         match self {
             Twin::C => C.get_or_init(|| build(self)),
             Twin::Fortran => FORTRAN.get_or_init(|| build(self)),
+            Twin::CCartOnce => C_CART_ONCE.get_or_init(|| build(self)),
         }
     }
 }
@@ -68,13 +73,16 @@ fn build(twin: Twin) -> PathBuf {
     let out_dir = lib.join("c-examples");
     fs::create_dir_all(&out_dir).expect("c-examples dir");
     let mut cmd = match twin {
-        Twin::C => {
+        Twin::C | Twin::CCartOnce => {
             let mut c = Command::new("mpicc");
             c.args(["-O2", "-Wall", "-I"])
                 .arg(root.join("include"))
                 .arg(root.join("examples/c/jacobi.c"))
                 .arg("-o")
-                .arg(out_dir.join("jacobi-c"));
+                .arg(out_dir.join(twin.file_name()));
+            if twin == Twin::CCartOnce {
+                c.arg("-DJACOBI_CART_ONCE");
+            }
             c
         }
         Twin::Fortran => {
@@ -99,10 +107,17 @@ fn build(twin: Twin) -> PathBuf {
         "{twin:?} build failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    out_dir.join(match twin {
-        Twin::C => "jacobi-c",
-        Twin::Fortran => "jacobi-f",
-    })
+    out_dir.join(twin.file_name())
+}
+
+impl Twin {
+    fn file_name(self) -> &'static str {
+        match self {
+            Twin::C => "jacobi-c",
+            Twin::Fortran => "jacobi-f",
+            Twin::CCartOnce => "jacobi-c-cart-once",
+        }
+    }
 }
 
 /// `RANKS` ranks of `PROGRAM ARGS` started by the launcher of the MPI under test, with
@@ -394,4 +409,68 @@ fn the_traffic_of_a_c_program_is_counted() {
             assert_eq!(m.get(i, j), expected, "bytes {i} -> {j}");
         }
     }
+}
+
+/// The naive port (Cartesian communicator made once) stops after its first migration;
+/// `--stall-timeout 20` names the ranks that stopped, launches the job again from the
+/// checkpoint of that migration, and the job ends with exit 0 and the checksum of a
+/// plain run.
+#[test]
+fn a_stalled_naive_port_is_launched_again_by_the_stall_watch() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let stop = d.join("stop");
+    edit(d, "n1 2\nn2 2\n");
+    let child = rankmig()
+        .current_dir(d)
+        .args(["run", "-n", "4", "-a", "av", "--run-dir", "run"])
+        .args([
+            "--check-every",
+            "200",
+            "--settle",
+            "0",
+            "--stall-timeout",
+            "20",
+            "--",
+        ])
+        .arg(Twin::CCartOnce.program())
+        .args(["--size", "128", "--iters", "100000000", "--stop-file"])
+        .arg(&stop)
+        .env("RANKMIG_CKPT_EVERY", "5000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rankmig run");
+    let run = d.join("run");
+    wait_until("the job to start", || {
+        run.join("iterations/rank-0.csv").exists()
+    });
+    edit(d, "n1 2\nn3 2\n");
+    let stalls = run.join("stalls.txt");
+    let start = Instant::now();
+    while !stalls.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no stall recorded: {:?}",
+            records(&run)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The new launch computes: its rank 0 writes records again.
+    let size = || fs::metadata(run.join("iterations/rank-0.csv")).map_or(0, |m| m.len());
+    let after_stall = size();
+    wait_until("the relaunched job to compute", || size() > after_stall);
+    fs::write(&stop, "").expect("stop file");
+    let out = child.wait_with_output().expect("rankmig run ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("made no progress"), "{stderr}");
+    let got = checksum(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let iterations = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("iterations: "))
+        .expect("iterations line");
+    let plain = ["--size", "128", "--iters", iterations];
+    assert_eq!(got, checksum(&run_to_end(jacobi(), 4, &plain, d)));
 }

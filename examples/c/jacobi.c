@@ -172,8 +172,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "jacobi-c: resumed at iteration %" PRIu64 "\n", iter);
     double h = 1.0 / ((double)n + 1.0);
     double h2 = h * h;
+#ifdef JACOBI_CART_ONCE
+    /* The naive port (built with -DJACOBI_CART_ONCE for tests/c_programs.rs): the
+     * Cartesian communicator made once; after a migration the survivors' one still holds
+     * the departed processes and the job stops until `rankmig run --stall-timeout`
+     * launches it again. */
+    make_cart(rankmig_comm(), NULL);
+#else
     if (rankmig_on_comm(make_cart, NULL) != 0) /* rankmig: derived communicators */
         return fail("rankmig_on_comm");
+#endif
     while (iter < iters) {
         if (stop_requested(cart, stop_file, iter))
             break;

@@ -9,6 +9,7 @@
 //!   iterations/rank-R.csv    iteration,compute_ns,scheduling_ns,migration_ns per rank
 //!   processes.csv            rank,pid,node,core,event,cpus of every process of the job
 //!   relaunch-request         the ranks ask rankmig run to launch the job again
+//!   stalls.txt               rankmig run stopped a job whose ranks made no progress
 //! ```
 
 use std::fs::OpenOptions;

@@ -78,6 +78,11 @@ pub struct RunSpec {
     /// (`--allow-new-hosts`): they are used, probed and recorded like the others.
     #[serde(default)]
     pub allow_new_hosts: bool,
+    /// How long a rank may make no progress before the job is stopped and launched again
+    /// (`--stall-timeout`, milliseconds); `None`: the default of
+    /// [`super::stall_watch`]; `Some(0)`: not watched.
+    #[serde(default)]
+    pub stall_timeout_ms: Option<u64>,
 }
 
 impl RunSpec {

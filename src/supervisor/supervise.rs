@@ -17,7 +17,7 @@
 //! ([`super::spawn_watch`]).
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,6 +28,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use super::launch::{LaunchError, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
+use super::stall_watch::{self, Stall, StallWatch};
 use crate::launcher::Launcher;
 use crate::migrate::record::{RELAUNCH_REQUEST, processes_mark, request_relaunch, unended_ranks};
 use crate::migrate::spawn_watch;
@@ -190,6 +191,11 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
         let running = Arc::clone(&running);
         let mut reader = ProgressReader::new(&spec.run_dir);
         let mut spawn_watch = SpawnWatch::new(spec, pid);
+        let mut stall_watch = (spec.stall_timeout_ms != Some(0)).then(|| {
+            let fixed = spec.stall_timeout_ms.map(Duration::from_millis);
+            StallWatch::new(&spec.run_dir, spec.ranks, fixed)
+        });
+        let run_dir = spec.run_dir.clone();
         std::thread::spawn(move || {
             loop {
                 let last_round = !running.load(Ordering::SeqCst);
@@ -200,6 +206,10 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
                     break;
                 }
                 spawn_watch.check();
+                if let Some(stall) = stall_watch.as_mut().and_then(StallWatch::check) {
+                    stall_watch = None;
+                    relaunch_after_stall(&run_dir, pid, &stall);
+                }
                 std::thread::sleep(PROGRESS_POLL);
             }
         })
@@ -280,6 +290,15 @@ impl SpawnWatch {
         spawn_watch::end(&self.run_dir);
         kill_tree(self.mpirun as u32);
     }
+}
+
+/// Reports a stall, records it, and stops the job (launcher `pid`) with a request to
+/// launch it again from its newest complete checkpoint.
+fn relaunch_after_stall(run_dir: &Path, pid: i32, stall: &Stall) {
+    log::warn!("{stall}: stopping the job");
+    stall_watch::record(run_dir, stall);
+    request_relaunch(run_dir, &format!("stall: {stall}"));
+    kill_tree(pid as u32);
 }
 
 /// Copies the launcher's stderr to ours and collects the hosts its failure messages
