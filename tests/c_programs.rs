@@ -474,3 +474,51 @@ fn a_stalled_naive_port_is_launched_again_by_the_stall_watch() {
     let plain = ["--size", "128", "--iters", iterations];
     assert_eq!(got, checksum(&run_to_end(jacobi(), 4, &plain, d)));
 }
+
+/// The C twin (halo on a Cartesian communicator rebuilt by `rankmig_on_comm`) migrated
+/// live on logical nodes of this host: the checksum of a plain run.
+#[test]
+fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let stop = d.join("stop");
+    edit(d, "n1 2\nn2 2\n");
+    let child = rankmig()
+        .current_dir(d)
+        .args(["run", "-n", "4", "-a", "av", "--run-dir", "run"])
+        .args(["--check-every", "200", "--settle", "0", "--"])
+        .arg(Twin::C.program())
+        .args(["--size", "128", "--iters", "100000000", "--stop-file"])
+        .arg(&stop)
+        .env("RANKMIG_CKPT_EVERY", "5000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rankmig run");
+    let run = d.join("run");
+    wait_until("the job to start", || {
+        run.join("iterations/rank-0.csv").exists()
+    });
+    edit(d, "n1 2\nn3 2\n");
+    wait_until("the migration", || !records(&run).is_empty());
+    assert_eq!(
+        records(&run)[0]["outcome"],
+        "migrated",
+        "{:?}",
+        records(&run)
+    );
+    let size = || fs::metadata(run.join("iterations/rank-0.csv")).map_or(0, |m| m.len());
+    let after = size();
+    wait_until("iterations after the migration", || size() > after + 1000);
+    fs::write(&stop, "").expect("stop file");
+    let out = child.wait_with_output().expect("rankmig run ends");
+    let got = checksum(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let iterations = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("iterations: "))
+        .expect("iterations line");
+    let plain = ["--size", "128", "--iters", iterations];
+    assert_eq!(got, checksum(&run_to_end(jacobi(), 4, &plain, d)));
+}
