@@ -328,9 +328,19 @@ fn two_step_edit() -> Result<(), Hung> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     set_availability(d, "n1 4\nn2 4\n");
-    // Long enough to outlast the 1.5 s between the writes, the 3 s settle time and the
-    // migration on a quiet machine (12 000 iterations take about 2 s there).
-    let job = start_with(d, &[], &[], &["--size", "256", "--iters", "100000"]);
+    // The job runs until the test stops it (after the reconfiguration), whatever the
+    // machine's speed: it must outlast the 1.5 s between the writes and the settle time.
+    let stop = d.join("stop");
+    let stop_arg = stop.display().to_string();
+    let args = [
+        "--size",
+        "256",
+        "--iters",
+        "100000000",
+        "--stop-file",
+        &stop_arg,
+    ];
+    let job = start_with(d, &[], &[], &args);
     wait_for("the first availability check", || first_check_done(d))?;
     fs::write(d.join("av"), "n2 4\n").expect("first write");
     std::thread::sleep(Duration::from_millis(1500));
@@ -341,6 +351,8 @@ fn two_step_edit() -> Result<(), Hung> {
     std::io::Write::write_all(&mut av, b"n3 4\n").expect("second write");
     drop(av);
     wait_for("the reconfiguration", || !records(d).is_empty())?;
+    // The final content has been acted on: no later check can see a change.
+    fs::write(&stop, "").expect("stop file");
     let out = job.finish()?;
     assert!(
         out.status.success(),
