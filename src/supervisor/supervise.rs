@@ -111,7 +111,7 @@ fn launch_until_done(spec: &RunSpec, restart: bool) -> Result<LaunchOutcome, Lau
         };
         let _ = std::fs::remove_file(&request);
         log::warn!(
-            "relaunching the job from the checkpoint it just took, placed for the current availability ({})",
+            "relaunching the job from its newest complete checkpoint, placed for the current availability ({})",
             why.trim()
         );
         outcome = launch_once(spec, true)?;
