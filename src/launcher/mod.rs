@@ -235,12 +235,20 @@ pub trait Launcher: Sync {
     /// The whole launch command line, environment included.
     fn command(&self, job: &JobLaunch<'_>) -> Command;
 
+    /// The variable naming the launcher's rsh/ssh agent.
+    fn agent_variable(&self) -> &'static str;
+
     /// The variables that make the launcher reach hosts through `agent` (an rsh-like
-    /// command line called as `AGENT HOST COMMAND...`).
-    fn agent_settings(&self, agent: &str) -> Vec<(String, String)>;
+    /// command line called as `AGENT HOST COMMAND...`): by default only
+    /// [`Launcher::agent_variable`].
+    fn agent_settings(&self, agent: &str) -> Vec<(String, String)> {
+        vec![(self.agent_variable().to_owned(), agent.to_owned())]
+    }
 
     /// The agent this process's environment sets for the launcher, if any.
-    fn agent_in_env(&self) -> Option<String>;
+    fn agent_in_env(&self) -> Option<String> {
+        std::env::var(self.agent_variable()).ok()
+    }
 
     /// The variables an emulated cluster (hosts sharing this machine's cores and
     /// network) needs besides the agent.
@@ -330,6 +338,14 @@ pub fn host_runs(placement: &Placement) -> Vec<(&str, usize)> {
         }
     }
     runs
+}
+
+/// Owned `(variable, value)` pairs, for the settings the launchers return.
+fn owned_pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 /// The hosts of `hosts` that hold no rank of `placement`, in order.

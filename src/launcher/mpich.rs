@@ -82,15 +82,16 @@ impl Launcher for Mpich {
         cmd
     }
 
+    fn agent_variable(&self) -> &'static str {
+        AGENT_VARIABLE
+    }
+
+    /// hydra's launcher kind (`ssh`), then its program.
     fn agent_settings(&self, agent: &str) -> Vec<(String, String)> {
         vec![
             ("HYDRA_LAUNCHER".into(), "ssh".into()),
             (AGENT_VARIABLE.into(), agent.into()),
         ]
-    }
-
-    fn agent_in_env(&self) -> Option<String> {
-        std::env::var(AGENT_VARIABLE).ok()
     }
 
     fn emulated_cluster_settings(&self) -> Vec<(String, String)> {

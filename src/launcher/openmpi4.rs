@@ -30,7 +30,7 @@ use std::process::Command;
 
 use super::{
     Capabilities, Departure, JobLaunch, Launcher, MpiImplementation, hosts_without_ranks,
-    open_mpi_lost_host, running_as_root,
+    open_mpi_lost_host, owned_pairs, running_as_root,
 };
 use crate::planner::Placement;
 
@@ -106,23 +106,16 @@ impl Launcher for OpenMpi4 {
         cmd
     }
 
-    fn agent_settings(&self, agent: &str) -> Vec<(String, String)> {
-        vec![(AGENT_VARIABLE.into(), agent.into())]
-    }
-
-    fn agent_in_env(&self) -> Option<String> {
-        std::env::var(AGENT_VARIABLE).ok()
+    fn agent_variable(&self) -> &'static str {
+        AGENT_VARIABLE
     }
 
     fn emulated_cluster_settings(&self) -> Vec<(String, String)> {
-        [
+        owned_pairs(&[
             ("OMPI_MCA_oob_tcp_if_include", "lo"),
             ("OMPI_MCA_btl_tcp_if_include", "lo"),
             ("OMPI_MCA_mpi_yield_when_idle", "1"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+        ])
     }
 
     fn lost_host(&self, line: &str, hosts: &[String]) -> Option<String> {

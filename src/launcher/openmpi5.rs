@@ -35,7 +35,7 @@ use std::process::Command;
 
 use super::{
     Capabilities, Departure, JobLaunch, Launcher, MpiImplementation, host_after, host_runs,
-    open_mpi_lost_host, running_as_root,
+    open_mpi_lost_host, owned_pairs, running_as_root,
 };
 use crate::planner::Placement;
 
@@ -111,23 +111,16 @@ impl Launcher for OpenMpi5 {
         cmd
     }
 
-    fn agent_settings(&self, agent: &str) -> Vec<(String, String)> {
-        vec![(AGENT_VARIABLE.into(), agent.into())]
-    }
-
-    fn agent_in_env(&self) -> Option<String> {
-        std::env::var(AGENT_VARIABLE).ok()
+    fn agent_variable(&self) -> &'static str {
+        AGENT_VARIABLE
     }
 
     fn emulated_cluster_settings(&self) -> Vec<(String, String)> {
-        [
+        owned_pairs(&[
             ("OMPI_MCA_btl", "^ofi"),
             ("OMPI_MCA_mtl", "^ofi"),
             ("OMPI_MCA_mpi_yield_when_idle", "1"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+        ])
     }
 
     /// Besides ORTE's forms, PRRTE's "A daemon failed to report back ..." block names

@@ -282,7 +282,7 @@ impl SpawnWatch {
         };
         self.timeout = None;
         let why = format!(
-            "the spawn of {what} has not completed after {} s (Open MPI 4.1 with PMIx 4 is known to hang there)",
+            "the spawn of {what} has not completed after {} s",
             timeout.as_secs_f64()
         );
         log::warn!("{why}: stopping the job");

@@ -468,13 +468,17 @@ fn new_hosts_policy(settings: &JobSettings) -> NewHosts {
     NewHosts::Refused { why }
 }
 
-/// The implementation `MPI_Get_library_version` names; Open MPI 4.1 when it names none
-/// this code knows.
+/// The implementation `MPI_Get_library_version` names; the default implementation
+/// when it names none this code knows.
 fn implementation_of_library() -> MpiImplementation {
     let text = mpi::environment::library_version().unwrap_or_default();
     MpiImplementation::from_library_version(&text).unwrap_or_else(|| {
-        log::warn!("MPI library {text:?} is not one rankmig knows; treating it as Open MPI 4.1");
-        MpiImplementation::OpenMpi4
+        let assumed = MpiImplementation::default();
+        log::warn!(
+            "MPI library {text:?} is not one rankmig knows; treating it as {}",
+            assumed.title()
+        );
+        assumed
     })
 }
 
