@@ -130,6 +130,14 @@ fn mpirun(program: &Path, ranks: usize, args: &[&str], env: &[(&str, &Path)]) ->
     common::plain_launch_with(ranks, program, args, &env)
 }
 
+/// Asserts that `out` (a 128×128 run of a twin) has the checksum of the Rust example
+/// run plainly for as many iterations, with its checkpoints under `dir`.
+fn assert_same_as_rust_plain_run(out: &Output, dir: &Path) {
+    let ckpt = dir.join("ckpt").display().to_string();
+    let env = [("RANKMIG_CKPT_DIR".to_owned(), ckpt)];
+    common::assert_same_as_plain_run(out, 4, jacobi(), &["--size", "128"], &env);
+}
+
 fn run_to_end(program: &Path, ranks: usize, args: &[&str], dir: &Path) -> Output {
     mpirun(
         program,
@@ -353,12 +361,9 @@ fn migrates_across_hosts(twin: Twin) {
         "{twin:?}: {stderr}"
     );
     let got = checksum(&out);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let iterations = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("iterations: "))
-        .unwrap_or("40000");
-    let plain = ["--size", "128", "--iters", iterations];
+    // The Fortran twin has no stop file: it ran its fixed count.
+    let iterations = common::iterations_of(&out).unwrap_or_else(|| "40000".into());
+    let plain = ["--size", "128", "--iters", iterations.as_str()];
     let reference = checksum(&run_to_end(jacobi(), 4, &plain, d));
     assert_eq!(got, reference, "{twin:?} migrated, {iterations} iterations");
 }
@@ -465,14 +470,7 @@ fn a_stalled_naive_port_is_launched_again_by_the_stall_watch() {
     let out = child.wait_with_output().expect("rankmig run ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("made no progress"), "{stderr}");
-    let got = checksum(&out);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let iterations = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("iterations: "))
-        .expect("iterations line");
-    let plain = ["--size", "128", "--iters", iterations];
-    assert_eq!(got, checksum(&run_to_end(jacobi(), 4, &plain, d)));
+    assert_same_as_rust_plain_run(&out, d);
 }
 
 /// The C twin (halo on a Cartesian communicator rebuilt by `rankmig_on_comm`) migrated
@@ -513,12 +511,5 @@ fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
     wait_until("iterations after the migration", || size() > after + 1000);
     fs::write(&stop, "").expect("stop file");
     let out = child.wait_with_output().expect("rankmig run ends");
-    let got = checksum(&out);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let iterations = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("iterations: "))
-        .expect("iterations line");
-    let plain = ["--size", "128", "--iters", iterations];
-    assert_eq!(got, checksum(&run_to_end(jacobi(), 4, &plain, d)));
+    assert_same_as_rust_plain_run(&out, d);
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{checksum, is_zombie, jacobi, mpi_lock, namespaces_available, per_host, rankmig};
+use common::{is_zombie, jacobi, mpi_lock, namespaces_available, per_host, rankmig};
 use rankmig::supervisor::supervise::descendants;
 
 const SIZE: &str = "128";
@@ -238,16 +238,7 @@ fn finish(cluster: &Cluster, child: Child) -> Output {
 /// Asserts that `out` is a successful run whose checksum is that of a plain run of the
 /// same MPI for as many iterations.
 fn assert_result_of_a_plain_run(out: &Output) {
-    let got = checksum(out);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let iterations = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("iterations: "))
-        .unwrap_or_else(|| panic!("no iterations line in {stdout:?}"));
-    let plain = common::plain_launch(4, jacobi(), &["--size", SIZE, "--iters", iterations])
-        .output()
-        .expect("plain launch");
-    assert_eq!(got, checksum(&plain), "after {iterations} iterations");
+    common::assert_same_as_plain_run(out, 4, jacobi(), &["--size", SIZE], &[]);
 }
 
 fn started(cluster: &Cluster) -> bool {

@@ -9,7 +9,7 @@ use std::fs;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{checksum, example, mpi_lock, rankmig};
+use common::{example, mpi_lock, rankmig};
 
 fn wait_until(what: &str, ready: impl Fn() -> bool) {
     let start = Instant::now();
@@ -60,23 +60,7 @@ fn a_split_communicator_is_rebuilt_after_a_migration() {
     wait_until("iterations after the migration", || size() > after + 1000);
     fs::write(&stop, "").unwrap();
     let out = child.wait_with_output().expect("rankmig run ends");
-    let got = checksum(&out);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let iterations = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("iterations: "))
-        .expect("iterations line")
-        .to_owned();
-    let plain = common::plain_launch_with(
-        4,
-        &program,
-        &["--iters", &iterations],
-        &[(
-            "RANKMIG_CKPT_DIR".into(),
-            d.join("plain-ckpt").display().to_string(),
-        )],
-    )
-    .output()
-    .expect("plain run");
-    assert_eq!(got, checksum(&plain), "after {iterations} iterations");
+    let ckpt = d.join("plain-ckpt").display().to_string();
+    let env = [("RANKMIG_CKPT_DIR".to_owned(), ckpt)];
+    common::assert_same_as_plain_run(&out, 4, &program, &[], &env);
 }

@@ -183,3 +183,37 @@ pub fn plain_launch_with(
     }
     cmd
 }
+
+/// The iteration count of a run's `iterations: N` line (the Jacobi examples and
+/// `split_sum` print it on rank 0), if any.
+pub fn iterations_of(out: &Output) -> Option<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("iterations: "))
+        .map(str::to_owned)
+}
+
+/// Asserts that `out` is a successful run whose checksum is that of a plain launch of
+/// `ranks` ranks of `program args --iters N`, N from its `iterations:` line, with the
+/// variables `env` (a checkpoint directory, say).
+pub fn assert_same_as_plain_run(
+    out: &Output,
+    ranks: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(String, String)],
+) {
+    let got = checksum(out);
+    let iterations = iterations_of(out).unwrap_or_else(|| {
+        panic!(
+            "no iterations line in {:?}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    let mut plain_args = args.to_vec();
+    plain_args.extend(["--iters", &iterations]);
+    let plain = plain_launch_with(ranks, program, &plain_args, env)
+        .output()
+        .expect("plain launch");
+    assert_eq!(got, checksum(&plain), "after {iterations} iterations");
+}
