@@ -265,10 +265,13 @@ pub trait Launcher: Sync {
     fn departure(&self) -> Departure;
 
     /// The info keys of a spawn of `count` processes on `host` (`None`: anywhere on
-    /// this host, for logical nodes); `new_host` when the host is outside the hosts the
-    /// job was launched on (see [`Capabilities::add_hosts`]).
-    fn spawn_info(&self, host: Option<&str>, count: usize, new_host: bool)
-    -> Vec<(String, String)>;
+    /// this host, for logical nodes): by default the key `host` naming it.
+    fn spawn_info(&self, host: Option<&str>, count: usize) -> Vec<(String, String)> {
+        let _ = count;
+        host.map(|h| ("host".to_owned(), h.to_owned()))
+            .into_iter()
+            .collect()
+    }
 
     /// The spawn info key naming a hostfile, when the implementation places the
     /// processes of a spawn onto several hosts through a hostfile (written with

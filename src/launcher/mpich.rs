@@ -111,17 +111,6 @@ impl Launcher for Mpich {
         Departure::FinalizeThenExit
     }
 
-    fn spawn_info(
-        &self,
-        host: Option<&str>,
-        _count: usize,
-        _new_host: bool,
-    ) -> Vec<(String, String)> {
-        host.map(|h| ("host".to_owned(), h.to_owned()))
-            .into_iter()
-            .collect()
-    }
-
     fn spawn_hostfile_key(&self) -> Option<&'static str> {
         Some("hostfile")
     }

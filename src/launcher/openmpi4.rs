@@ -130,17 +130,6 @@ impl Launcher for OpenMpi4 {
         Departure::ExitWithoutFinalize
     }
 
-    fn spawn_info(
-        &self,
-        host: Option<&str>,
-        _count: usize,
-        _new_host: bool,
-    ) -> Vec<(String, String)> {
-        host.map(|h| ("host".to_owned(), h.to_owned()))
-            .into_iter()
-            .collect()
-    }
-
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             spawn_onto_left_host: false,

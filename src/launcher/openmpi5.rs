@@ -137,17 +137,12 @@ impl Launcher for OpenMpi5 {
         Departure::ExitWithoutFinalize
     }
 
-    fn spawn_info(
-        &self,
-        host: Option<&str>,
-        count: usize,
-        new_host: bool,
-    ) -> Vec<(String, String)> {
+    /// `host=HOST:COUNT`, and every target host added (`PMIX_ADD_HOST`), in the
+    /// allocation or not (see the module's facts).
+    fn spawn_info(&self, host: Option<&str>, count: usize) -> Vec<(String, String)> {
         let Some(host) = host else {
             return vec![("PMIX_MAPBY".into(), ":OVERSUBSCRIBE".into())];
         };
-        // Every target host is added, in the allocation or not (see the module's facts).
-        let _ = new_host;
         vec![
             ("host".to_owned(), format!("{host}:{count}")),
             ("PMIX_ADD_HOST".to_owned(), format!("{host}:{count}")),

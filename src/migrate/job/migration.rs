@@ -192,7 +192,6 @@ impl Job {
             OldRankOutcome::Leave => {
                 self.flush_records();
                 self.note_process("left");
-                self.finished = true;
                 leave_now(self.launcher().departure())
             }
             OldRankOutcome::Stay(comm) => {
@@ -326,7 +325,7 @@ fn spawn_order(plan: &Plan) -> Vec<&Move> {
 
 /// The spawn requests of [`spawn_order`]'s moves: per target host, how many processes
 /// and the info keys `launcher` needs to start them there (in multi-host mode, where
-/// `hosts` are the hosts of the allocation; one group with no host on logical nodes).
+/// `hosts` is not empty; one group with no host on logical nodes).
 fn spawn_groups(
     moves: &[&Move],
     hosts: &[String],
@@ -352,8 +351,7 @@ fn spawn_groups(
         }
     }
     for g in &mut groups {
-        let new_host = g.host.as_ref().is_some_and(|h| !hosts.contains(h));
-        g.info = launcher.spawn_info(g.host.as_deref(), g.count, new_host);
+        g.info = launcher.spawn_info(g.host.as_deref(), g.count);
     }
     groups
 }

@@ -431,8 +431,8 @@ impl Drop for Job {
     /// A job dropped without [`Job::finalize`] notes its process's end (`end`), so that
     /// `rankmig run` counts this rank as ended.
     fn drop(&mut self) {
-        // A process that left (or MPI already finalized, as in a C program's exit after
-        // MPI_Finalize) has nothing to note, and may not call MPI.
+        // A replaced process never gets here (it leaves with _exit); after MPI_Finalize
+        // (a C program ending without rankmig_finalize) MPI may not be called.
         if !self.finished && !mpi_finalized() {
             self.note_process("end");
         }

@@ -130,7 +130,6 @@ impl Job {
         self.comm.barrier();
         self.flush_records();
         self.note_process("relaunch");
-        self.finished = true;
         super::leave_now(self.launcher().departure())
     }
 
