@@ -4,7 +4,8 @@
 # and scripts/test.sh (the two README commands) and by .ci/run.
 set -euo pipefail
 
-PACKAGES=(pkg-config libhwloc-dev hwloc libopenmpi-dev openmpi-bin libclang-dev libudev-dev gfortran libxxhash-dev scotch)
+PACKAGES=(pkg-config libhwloc-dev hwloc libopenmpi-dev openmpi-bin libclang-dev libudev-dev gfortran libxxhash-dev scotch
+  slurmctld slurmd slurm-client munge)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The emulated Slurm: a real Slurm (Debian's slurmctld, slurmd and munge) on this one
+# machine, with one slurmd per emulated node, each in a UTS namespace of its own named
+# after its node (n1..nN), so processes Slurm starts there see themselves on that node.
+#
+#   scripts/emulated_slurm.sh start    start it (nothing to do when it already answers)
+#   scripts/emulated_slurm.sh stop     stop every daemon it started
+#   scripts/emulated_slurm.sh status   exit 0 when it answers, print `sinfo`
+#   scripts/emulated_slurm.sh env      print the `export SLURM_CONF=...` line to use it
+#
+# Settings (environment): RANKMIG_SLURM_DIR (default /tmp/rankmig-slurm: configuration,
+# state, spool and logs), RANKMIG_SLURM_NODES (default 4), RANKMIG_SLURM_CPUS (CPUs per
+# node, default 4), RANKMIG_SLURM_PORT (slurmctld's port, default 16817; node i listens on
+# 17000+i). Clients need SLURM_CONF=$RANKMIG_SLURM_DIR/slurm.conf (see `env`).
+# Needs root (slurmd, namespaces) and the packages scripts/setup.sh installs.
+set -euo pipefail
+
+DIR=${RANKMIG_SLURM_DIR:-/tmp/rankmig-slurm}
+NODES=${RANKMIG_SLURM_NODES:-4}
+CPUS=${RANKMIG_SLURM_CPUS:-4}
+CTLD_PORT=${RANKMIG_SLURM_PORT:-16817}
+CONF=$DIR/slurm.conf
+export SLURM_CONF=$CONF
+
+die() {
+  echo "emulated_slurm: $*" >&2
+  exit 1
+}
+
+node_names() { for i in $(seq 1 "$NODES"); do echo "n$i"; done; }
+
+answers() { [ -f "$CONF" ] && timeout 10 sinfo -h >/dev/null 2>&1; }
+
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+write_config() {
+  mkdir -p "$DIR/state" "$DIR/log"
+  {
+    echo "# Written by scripts/emulated_slurm.sh: $NODES emulated nodes on this machine."
+    echo "ClusterName=rankmig"
+    echo "SlurmctldHost=$(hostname)(127.0.0.1)"
+    echo "SlurmctldPort=$CTLD_PORT"
+    echo "SlurmdPort=$((17000 + 1))"
+    echo "SlurmUser=root"
+    echo "SlurmdUser=root"
+    echo "AuthType=auth/munge"
+    echo "StateSaveLocation=$DIR/state"
+    echo "SlurmdSpoolDir=$DIR/spool-%n"
+    echo "SlurmctldPidFile=$DIR/slurmctld.pid"
+    echo "SlurmdPidFile=$DIR/slurmd-%n.pid"
+    echo "SlurmctldLogFile=$DIR/log/slurmctld.log"
+    echo "SlurmdLogFile=$DIR/log/slurmd-%n.log"
+    echo "ProctrackType=proctrack/linuxproc"
+    echo "TaskPlugin=task/none"
+    echo "JobAcctGatherType=jobacct_gather/none"
+    echo "MpiDefault=none"
+    echo "SwitchType=switch/none"
+    echo "SelectType=select/cons_tres"
+    echo "SelectTypeParameters=CR_Core"
+    echo "SchedulerType=sched/backfill"
+    echo "ReturnToService=2"
+    echo "SlurmdParameters=config_overrides"
+    echo "SlurmdTimeout=30"
+    echo "InactiveLimit=0"
+    echo "KillWait=5"
+    echo "MinJobAge=60"
+    for i in $(seq 1 "$NODES"); do
+      echo "NodeName=n$i NodeAddr=127.0.0.1 Port=$((17000 + i)) CPUs=$CPUS State=UNKNOWN"
+    done
+    echo "PartitionName=emulated Nodes=n[1-$NODES] Default=YES MaxTime=INFINITE State=UP"
+  } >"$CONF.tmp"
+  mv "$CONF.tmp" "$CONF"
+}
+
+start_munge() {
+  if pgrep -x munged >/dev/null; then return; fi
+  [ -f /etc/munge/munge.key ] || die "/etc/munge/munge.key is missing (run scripts/setup.sh)"
+  mkdir -p /run/munge
+  chown munge:munge /run/munge
+  chmod 0755 /run/munge
+  runuser -u munge -- /usr/sbin/munged || die "munged did not start"
+}
+
+start() {
+  [ "$(id -u)" -eq 0 ] || die "needs root (slurmd and UTS namespaces)"
+  command -v slurmctld >/dev/null || die "slurmctld not installed (run scripts/setup.sh)"
+  unshare --uts true 2>/dev/null || die "this machine does not allow UTS namespaces"
+  if answers && pid_alive "$DIR/slurmctld.pid"; then
+    local up=1
+    for n in $(node_names); do pid_alive "$DIR/slurmd-$n.pid" || up=0; done
+    if [ $up = 1 ]; then
+      echo "emulated_slurm: already running ($CONF)" >&2
+      return
+    fi
+  fi
+  stop quietly
+  write_config
+  start_munge
+  slurmctld -f "$CONF" -i || die "slurmctld did not start: see $DIR/log/slurmctld.log"
+  for n in $(node_names); do
+    mkdir -p "$DIR/spool-$n"
+    unshare --uts sh -c "hostname $n && exec slurmd -f '$CONF' -N $n" ||
+      die "slurmd of $n did not start: see $DIR/log/slurmd-$n.log"
+  done
+  local deadline=$((SECONDS + 60))
+  until [ "$(sinfo -h -N -t idle,mix,alloc -o %N 2>/dev/null | sort -u | wc -l)" -ge "$NODES" ]; do
+    scontrol update nodename="n[1-$NODES]" state=resume >/dev/null 2>&1 || true
+    [ $SECONDS -lt $deadline ] || die "the nodes did not come up within 60 s: $(sinfo -N 2>&1 | tr '\n' ' ')"
+    sleep 1
+  done
+  echo "emulated_slurm: running, $NODES nodes; use it with: export SLURM_CONF=$CONF" >&2
+}
+
+stop() {
+  for pidfile in "$DIR"/slurmd-*.pid "$DIR/slurmctld.pid"; do
+    [ -f "$pidfile" ] || continue
+    kill "$(cat "$pidfile")" 2>/dev/null || true
+  done
+  local deadline=$((SECONDS + 15))
+  for pidfile in "$DIR"/slurmd-*.pid "$DIR/slurmctld.pid"; do
+    while pid_alive "$pidfile" && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+    pid_alive "$pidfile" && kill -9 "$(cat "$pidfile")" 2>/dev/null || true
+    rm -f "$pidfile"
+  done
+  # The state of jobs of an earlier start is not wanted by the next one.
+  rm -rf "$DIR/state"
+  [ "${1:-}" = quietly ] || echo "emulated_slurm: stopped" >&2
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+status)
+  answers || die "not answering ($CONF)"
+  sinfo -N -o '%N %T %E'
+  ;;
+env) echo "export SLURM_CONF=$CONF" ;;
+*)
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+  ;;
+esac
