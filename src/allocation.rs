@@ -334,8 +334,9 @@ fn expand_ranges(ranges: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// `72(x2),36` → `[72, 72, 36]`, which must have `hosts` entries.
-fn expand_counts(list: &str, hosts: usize) -> Result<Vec<usize>, String> {
+/// Expands a Slurm count list: `72(x2),36` → `[72, 72, 36]`, which must have `hosts`
+/// entries.
+pub fn expand_counts(list: &str, hosts: usize) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     for part in list.split(',').map(str::trim) {
         let (count, times) = match part.split_once("(x") {

@@ -385,8 +385,32 @@ pub struct RunArgs {
     /// job runs to move ranks. With an allocation (--hostfile, Slurm, PBS) the names
     /// are hosts of the allocation and a name outside it is refused; without one they
     /// are logical nodes of this host.
-    #[arg(long, short = 'a', required_unless_present = "restart")]
+    /// With --rms, optional: it then caps what the resource manager offers, node by
+    /// node.
+    #[arg(long, short = 'a', required_unless_present_any = ["restart", "rms"])]
     pub availability: Option<PathBuf>,
+    /// Follow a resource manager instead of an edited file: `slurm`, inside a Slurm job
+    /// (salloc, sbatch), whose allocation is the job's. About every --check-interval the
+    /// supervisor asks Slurm (sinfo, scontrol) about the job's nodes: each offers the
+    /// CPUs the job has there, or none when it is drained, draining, down or failing,
+    /// or in a maintenance reservation (flags=maint) that starts within --rms-lead. The
+    /// result is written to RUN_DIR/rms-availability in one rename and the ranks follow
+    /// it as they follow an edited file; each change is printed with the node and
+    /// Slurm's reason. A Slurm command that fails or hangs (15 s) is reported and the
+    /// job keeps its placement.
+    #[arg(long, value_enum, value_name = "MANAGER", conflicts_with_all = ["restart", "hostfile"])]
+    pub rms: Option<rankmig::rms::ResourceManager>,
+    /// With --rms: empty a node whose maintenance reservation starts within SECONDS.
+    #[arg(long, value_name = "SECONDS", default_value_t = rankmig::rms::DEFAULT_LEAD_SECONDS, requires = "rms")]
+    pub rms_lead: u64,
+    /// With --rms: once no rank runs on a node Slurm wants back (drained, down, failing
+    /// or under a maintenance reservation), release it from the job's allocation
+    /// (`scontrol update JobId=... NodeList=...`) so Slurm can use it; this run never
+    /// uses it again. Slurm ends the launcher's daemon there, which would end the
+    /// launch: the job is stopped, the node released, and the job launched again from
+    /// its newest complete checkpoint.
+    #[arg(long, requires = "rms")]
+    pub rms_release: bool,
     /// The hosts the job may ever use (Open MPI hostfile `NAME slots=N`, a node file,
     /// `NAME:N`, or `NAME CORES` lines). Default: the Slurm (`SLURM_JOB_NODELIST`) or
     /// PBS (`PBS_NODEFILE`) allocation this runs in, else this host alone with logical

@@ -523,9 +523,14 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 Some(path) => Some(Allocation::from_hostfile(&absolute(path))?),
                 None => Allocation::from_batch_environment(|k| std::env::var(k).ok())?,
             };
+            let rms = rms_settings(args, allocation.as_ref())?;
+            let availability = match &rms {
+                Some(_) => rankmig::supervisor::rms_watch::rms_availability_path(&run_dir),
+                None => absolute(args.availability.as_deref().unwrap_or(Path::new(""))),
+            };
             let spec = RunSpec {
                 ranks: args.ranks.unwrap_or(0),
-                availability: absolute(args.availability.as_deref().unwrap_or(Path::new(""))),
+                availability,
                 matrix: args.matrix.as_deref().map(absolute),
                 matrix_format: args.matrix_format,
                 ckpt_dir: args
@@ -550,6 +555,8 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 },
                 allow_new_hosts: args.allow_new_hosts,
                 stall_timeout_ms: args.stall_timeout.map(|s| (s * 1000.0).round() as u64),
+                rms,
+                released_hosts: Vec::new(),
             };
             spec.check_new_hosts()?;
             (spec, false)
@@ -576,6 +583,31 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
         return Err(CliError::JobFailed(code));
     }
     Ok(())
+}
+
+/// The `--rms` settings of `rankmig run`: the Slurm job this runs in, whose allocation
+/// must have been found.
+fn rms_settings(
+    args: &RunArgs,
+    allocation: Option<&rankmig::allocation::Allocation>,
+) -> Result<Option<rankmig::rms::RmsSettings>, CliError> {
+    use rankmig::rms::{RmsError, RmsSettings};
+    use rankmig::supervisor::launch::{LaunchError, absolute};
+    let Some(manager) = args.rms else {
+        return Ok(None);
+    };
+    let not_in_job = |variable| CliError::Launch(LaunchError::Rms(RmsError::NotInJob(variable)));
+    let job_id = std::env::var("SLURM_JOB_ID").map_err(|_| not_in_job("SLURM_JOB_ID"))?;
+    if allocation.is_none() {
+        return Err(not_in_job("SLURM_JOB_NODELIST"));
+    }
+    Ok(Some(RmsSettings {
+        manager,
+        job_id,
+        lead_seconds: args.rms_lead,
+        release: args.rms_release,
+        cap: args.availability.as_deref().map(absolute),
+    }))
 }
 
 /// Sets the launcher's variables of an emulated cluster in this process's environment

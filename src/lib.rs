@@ -13,7 +13,7 @@
 //! | runtime in every rank | [`migrate`] (the job, migration protocol, run-directory records) |
 //! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`] |
 //! | planning | [`planner`] → [`treematch`] |
-//! | MPI implementations | [`launcher`] (one file each), [`emulated_cluster`] |
+//! | MPI implementations and resource managers | [`launcher`] (one file each), [`rms`] (Slurm), [`emulated_cluster`] |
 //! | inputs and outputs | [`allocation`], [`availability`], [`topology`], [`matrix`], [`output`], [`lines`] |
 //!
 //! `supervisor` and `migrate` are two programs: the supervisor imports the runtime's
@@ -34,6 +34,7 @@ pub mod monitor;
 pub mod output;
 pub mod planner;
 pub mod report;
+pub mod rms;
 pub mod supervisor;
 pub mod topology;
 pub mod treematch;

@@ -133,6 +133,56 @@ pub fn unended_ranks(run_dir: &Path, mark: u64, ranks: usize) -> Option<Vec<usiz
     Some((0..ranks).filter(|&r| !ended[r]).collect())
 }
 
+/// The nodes on which processes of the job run, from the process events written after
+/// `mark`: a process (rank, pid) runs on its node from its `start` or `arrived` event
+/// until its `left`, `finish`, `end` or `relaunch` event. `None` until every rank of
+/// `0..ranks` has been seen running (a launch still starting).
+///
+/// ```
+/// use rankmig::migrate::record::{PROCESSES, nodes_with_ranks};
+/// let dir = tempfile::tempdir().unwrap();
+/// let events = "0,11,n1,0,start,0\n1,12,n4,0,start,0\n1,13,n2,1,arrived,0\n1,12,n4,0,left,0\n";
+/// std::fs::write(dir.path().join(PROCESSES), events).unwrap();
+/// assert_eq!(nodes_with_ranks(dir.path(), 0, 2), Some(vec!["n1".to_owned(), "n2".to_owned()]));
+/// assert_eq!(nodes_with_ranks(dir.path(), 0, 3), None);
+/// ```
+pub fn nodes_with_ranks(run_dir: &Path, mark: u64, ranks: usize) -> Option<Vec<String>> {
+    let text = std::fs::read(run_dir.join(PROCESSES)).ok()?;
+    let new = String::from_utf8_lossy(text.get(usize::try_from(mark).ok()?..)?).into_owned();
+    let mut running: Vec<(usize, &str, &str)> = Vec::new();
+    let mut seen = vec![false; ranks];
+    for line in new.lines() {
+        let fields: Vec<&str> = line.split(',').collect();
+        let (Some(Ok(rank)), Some(pid), Some(node), Some(event)) = (
+            fields.first().map(|r| r.parse::<usize>()),
+            fields.get(1),
+            fields.get(2),
+            fields.get(4),
+        ) else {
+            continue;
+        };
+        match *event {
+            "start" | "arrived" => {
+                running.push((rank, pid, node));
+                if let Some(s) = seen.get_mut(rank) {
+                    *s = true;
+                }
+            }
+            "left" | "finish" | "end" | "relaunch" => {
+                running.retain(|&(r, p, _)| (r, p) != (rank, *pid));
+            }
+            _ => {}
+        }
+    }
+    if !seen.iter().all(|&s| s) {
+        return None;
+    }
+    let mut nodes: Vec<String> = running.iter().map(|&(_, _, n)| n.to_owned()).collect();
+    nodes.sort();
+    nodes.dedup();
+    Some(nodes)
+}
+
 /// Appends one line to a file, creating it and its directory.
 pub fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {

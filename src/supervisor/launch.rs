@@ -83,6 +83,13 @@ pub struct RunSpec {
     /// [`super::stall_watch`]; `Some(0)`: not watched.
     #[serde(default)]
     pub stall_timeout_ms: Option<u64>,
+    /// The resource manager the supervisor follows (`--rms`); `availability` is then
+    /// the file the supervisor writes from what it says.
+    #[serde(default)]
+    pub rms: Option<crate::rms::RmsSettings>,
+    /// Hosts handed back to the resource manager (`--rms-release`), never used again.
+    #[serde(default)]
+    pub released_hosts: Vec<String>,
 }
 
 impl RunSpec {
@@ -96,7 +103,7 @@ impl RunSpec {
         launcher(self.mpi)
     }
 
-    /// The hosts of `allocation` not found lost; with `--allow-new-hosts`, followed by
+    /// The hosts of `allocation` not found lost nor released; with `--allow-new-hosts`, followed by
     /// the hosts outside it that the availability file names now (an unreadable file
     /// adds none).
     pub fn usable_hosts(&self, allocation: &Allocation) -> Vec<String> {
@@ -110,7 +117,7 @@ impl RunSpec {
                 }
             }
         }
-        hosts.retain(|h| !self.lost_hosts.contains(h));
+        hosts.retain(|h| !self.lost_hosts.contains(h) && !self.released_hosts.contains(h));
         hosts
     }
 
@@ -191,6 +198,9 @@ pub enum LaunchError {
         .0.title()
     )]
     NewHostsUnsupported(MpiImplementation),
+    /// The resource manager could not be asked (`--rms`).
+    #[error(transparent)]
+    Rms(#[from] crate::rms::RmsError),
     /// The logical node tree could not be built.
     #[error(transparent)]
     Topology(#[from] crate::topology::TopologyError),

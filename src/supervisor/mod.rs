@@ -1,7 +1,8 @@
 //! `rankmig run`: the supervisor of a job. It reads the allocation, places the ranks,
 //! starts the job with the launcher of its MPI implementation ([`crate::launcher`]),
 //! prints each reconfiguration the ranks record, stops a hung spawn or a stalled job
-//! and launches it again, and restarts the job after a lost host.
+//! and launches it again, restarts the job after a lost host, and with `--rms` follows
+//! what the resource manager says about the job's nodes ([`rms_watch`]).
 //!
 //! It talks to the ranks only through the environment of the launch
 //! ([`crate::migrate::settings`]) and the files of the run directory
@@ -11,5 +12,6 @@ pub mod launch;
 pub mod probe;
 pub mod progress;
 pub mod rank_environment;
+pub mod rms_watch;
 pub mod stall_watch;
 pub mod supervise;

@@ -9,10 +9,12 @@
 //!
 //! The agent is `RANKMIG_PROBE_AGENT` if set, else the one the launcher's own variable
 //! sets ([`crate::launcher::Launcher::agent_in_env`]; its first alternative when it
-//! lists several, `ssh : rsh`), else `ssh -o BatchMode=yes -o ConnectTimeout=10`. Where
-//! hosts are reached by another launcher (Slurm's `srun`, PBS's `tm`) and `ssh` between
-//! nodes is not allowed, every host would probe as lost: set `RANKMIG_PROBE_AGENT=none`
-//! there (then only hosts named in the launcher's messages count as lost).
+//! lists several, `ssh : rsh`), else, inside a Slurm job (`SLURM_JOB_ID` set), `srun
+//! --overlap` onto the host ([`crate::rms::slurm::PROBE_AGENT`]), else `ssh -o
+//! BatchMode=yes -o ConnectTimeout=10`. Where hosts are reached by another launcher
+//! (PBS's `tm`) and `ssh` between nodes is not allowed, every host would probe as lost:
+//! set `RANKMIG_PROBE_AGENT=none` there (then only hosts named in the launcher's
+//! messages count as lost).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -64,11 +66,14 @@ impl HostProbe {
     }
 
     /// The probe of this process's environment: `RANKMIG_PROBE_AGENT`, else the agent
-    /// `launcher`'s variable sets, else `ssh`.
+    /// `launcher`'s variable sets, else `srun` inside a Slurm job, else `ssh`.
     pub fn from_env(launcher: &dyn crate::launcher::Launcher) -> Self {
         let agent = std::env::var(ENV_PROBE_AGENT)
             .ok()
-            .or_else(|| launcher.agent_in_env());
+            .or_else(|| launcher.agent_in_env())
+            .or_else(|| {
+                std::env::var_os("SLURM_JOB_ID").map(|_| crate::rms::slurm::PROBE_AGENT.to_owned())
+            });
         Self::from_agent(agent.as_deref())
     }
 

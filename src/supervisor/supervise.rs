@@ -28,6 +28,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use super::launch::{LaunchError, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
+use super::rms_watch::{self, LaunchShared};
 use super::stall_watch::{self, Stall, StallWatch};
 use crate::launcher::Launcher;
 use crate::migrate::record::{RELAUNCH_REQUEST, processes_mark, request_relaunch, unended_ranks};
@@ -62,7 +63,29 @@ pub struct LaunchOutcome {
 /// of the allocation ([`HostProbe`]): those that do not answer are marked lost, get no
 /// daemon and no rank. After a failed launch the lost hosts are those the launcher's
 /// messages name and those that no longer answer.
+///
+/// With `--rms`, the resource manager is followed for the whole run, across launches
+/// ([`rms_watch`]).
 pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, LaunchError> {
+    let shared = Arc::new(LaunchShared::default());
+    let watch = match spec.rms {
+        Some(_) => Some(rms_watch::start(spec, Arc::clone(&shared))?),
+        None => None,
+    };
+    let code = run_launches(spec, restart, auto_restart, &shared);
+    if let Some((stop, thread)) = watch {
+        stop.store(true, Ordering::SeqCst);
+        let _ = thread.join();
+    }
+    code
+}
+
+fn run_launches(
+    spec: &mut RunSpec,
+    restart: bool,
+    auto_restart: u32,
+    shared: &Arc<LaunchShared>,
+) -> Result<i32, LaunchError> {
     let probe = HostProbe::from_env(spec.launcher());
     if restart {
         let gone = newly_lost(spec, &[], &probe);
@@ -74,7 +97,7 @@ pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, 
             spec.lost_hosts.extend(gone);
         }
     }
-    let mut outcome = launch_until_done(spec, restart)?;
+    let mut outcome = launch_until_done(spec, restart, shared)?;
     let mut restarts = 0;
     while outcome.code != 0 && outcome.stopped_by.is_none() && restarts < auto_restart {
         let new = newly_lost(spec, &outcome.lost_hosts, &probe);
@@ -93,7 +116,7 @@ pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, 
             "host(s) {} lost: restarting from the newest complete checkpoint without them (auto-restart {restarts} of {auto_restart})",
             new.join(", ")
         );
-        outcome = launch_until_done(spec, true)?;
+        outcome = launch_until_done(spec, true, shared)?;
     }
     Ok(outcome.code)
 }
@@ -101,10 +124,14 @@ pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, 
 /// Launches, and launches again from the newest checkpoint each time the ranks ask for
 /// it ([`RELAUNCH_REQUEST`]: a migration the MPI implementation could not carry out by
 /// spawning, or a spawn that hung).
-fn launch_until_done(spec: &RunSpec, restart: bool) -> Result<LaunchOutcome, LaunchError> {
+fn launch_until_done(
+    spec: &mut RunSpec,
+    restart: bool,
+    shared: &Arc<LaunchShared>,
+) -> Result<LaunchOutcome, LaunchError> {
     let request = spec.run_dir.join(RELAUNCH_REQUEST);
     let _ = std::fs::remove_file(&request);
-    let mut outcome = launch_once(spec, restart)?;
+    let mut outcome = launch_shared(spec, restart, shared)?;
     while outcome.stopped_by.is_none() {
         let Ok(why) = std::fs::read_to_string(&request) else {
             break;
@@ -114,9 +141,25 @@ fn launch_until_done(spec: &RunSpec, restart: bool) -> Result<LaunchOutcome, Lau
             "relaunching the job from its newest complete checkpoint, placed for the current availability ({})",
             why.trim()
         );
-        outcome = launch_once(spec, true)?;
+        outcome = launch_shared(spec, true, shared)?;
     }
     Ok(outcome)
+}
+
+/// One launch, after taking the hosts released so far into `spec` and telling the
+/// resource-manager watch where this launch's process events start.
+fn launch_shared(
+    spec: &mut RunSpec,
+    restart: bool,
+    shared: &Arc<LaunchShared>,
+) -> Result<LaunchOutcome, LaunchError> {
+    if let (Some(settings), Some(allocation)) = (&spec.rms, &spec.allocation) {
+        spec.released_hosts = shared.release_waiting(settings, allocation, &spec.run_dir);
+    }
+    shared
+        .mark
+        .store(processes_mark(&spec.run_dir), Ordering::SeqCst);
+    launch_once(spec, restart, shared)
 }
 
 /// Hosts of the allocation lost since the last launch: those named in `reported`, and
@@ -134,12 +177,30 @@ fn newly_lost(spec: &RunSpec, reported: &[String], probe: &HostProbe) -> Vec<Str
 }
 
 /// One launch, watched.
-pub fn launch_once(spec: &RunSpec, restart: bool) -> Result<LaunchOutcome, LaunchError> {
+pub fn launch_once(
+    spec: &RunSpec,
+    restart: bool,
+    shared: &Arc<LaunchShared>,
+) -> Result<LaunchOutcome, LaunchError> {
     let mut cmd = prepare(spec, restart)?;
-    supervise(&mut cmd, spec)
+    if let (Some(_), Some(allocation)) = (&spec.rms, &spec.allocation) {
+        if !spec.released_hosts.is_empty() {
+            let tasks = std::env::var("SLURM_TASKS_PER_NODE").ok();
+            cmd.envs(crate::rms::slurm::shrunk_job_environment(
+                allocation,
+                &spec.released_hosts,
+                tasks.as_deref(),
+            ));
+        }
+    }
+    supervise(&mut cmd, spec, Arc::clone(shared))
 }
 
-fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchError> {
+fn supervise(
+    cmd: &mut Command,
+    spec: &RunSpec,
+    shared: Arc<LaunchShared>,
+) -> Result<LaunchOutcome, LaunchError> {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0).stderr(Stdio::piped());
     let launcher = spec.launcher();
@@ -196,6 +257,7 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
             StallWatch::new(&spec.run_dir, spec.ranks, fixed)
         });
         let run_dir = spec.run_dir.clone();
+        let mut releasing = false;
         std::thread::spawn(move || {
             loop {
                 let last_round = !running.load(Ordering::SeqCst);
@@ -209,6 +271,13 @@ fn supervise(cmd: &mut Command, spec: &RunSpec) -> Result<LaunchOutcome, LaunchE
                 if let Some(stall) = stall_watch.as_mut().and_then(StallWatch::check) {
                     stall_watch = None;
                     relaunch_after_stall(&run_dir, pid, &stall);
+                }
+                let release = shared.waiting_release();
+                if !release.is_empty() && !releasing {
+                    releasing = true;
+                    let why = format!("handing {} back to Slurm", release.join(","));
+                    request_relaunch(&run_dir, &why);
+                    stop_launcher(pid);
                 }
                 std::thread::sleep(PROGRESS_POLL);
             }
@@ -299,6 +368,21 @@ fn relaunch_after_stall(run_dir: &Path, pid: i32, stall: &Stall) {
     stall_watch::record(run_dir, stall);
     request_relaunch(run_dir, &format!("stall: {stall}"));
     kill_tree(pid as u32);
+}
+
+/// Stops the launcher `pid` as a signal would: SIGTERM, so it ends its daemons and
+/// ranks itself (under Slurm, its job step); after [`STOP_GRACE`], it and every process
+/// below it are killed.
+fn stop_launcher(pid: i32) {
+    // SAFETY: kill(2) on the pid of our own child.
+    unsafe { libc::kill(pid, SIGTERM) };
+    let deadline = Instant::now() + STOP_GRACE;
+    while Instant::now() < deadline && alive(pid) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if alive(pid) {
+        kill_tree(pid as u32);
+    }
 }
 
 /// Copies the launcher's stderr to ours and collects the hosts its failure messages
