@@ -238,6 +238,24 @@ pub trait Launcher: Sync {
     /// The variable naming the launcher's rsh/ssh agent.
     fn agent_variable(&self) -> &'static str;
 
+    /// The variable that passes extra options to the launcher's `srun` when it starts
+    /// its daemons inside a Slurm job.
+    fn slurm_srun_args_variable(&self) -> &'static str;
+
+    /// The variables of a launch inside a Slurm job: the daemons' `srun` step may share
+    /// CPUs with earlier steps (`--overlap`), unless `get` (the caller's environment)
+    /// already sets that variable. After a node failure under `salloc --no-kill`, the
+    /// step of the lost launch's daemons stayed listed with its CPUs (Slurm 22.05 on the
+    /// emulated Slurm), and the relaunch's `srun` waited for them until a stall stopped
+    /// it; with `--overlap` it started at once.
+    fn slurm_settings(&self, get: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+        let variable = self.slurm_srun_args_variable();
+        match get(variable) {
+            Some(_) => Vec::new(),
+            None => vec![(variable.to_owned(), "--overlap".to_owned())],
+        }
+    }
+
     /// The variables that make the launcher reach hosts through `agent` (an rsh-like
     /// command line called as `AGENT HOST COMMAND...`): by default only
     /// [`Launcher::agent_variable`].

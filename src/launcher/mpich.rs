@@ -82,6 +82,11 @@ impl Launcher for Mpich {
         cmd
     }
 
+    /// hydra's extra arguments of its launcher.
+    fn slurm_srun_args_variable(&self) -> &'static str {
+        "HYDRA_LAUNCHER_EXTRA_ARGS"
+    }
+
     fn agent_variable(&self) -> &'static str {
         AGENT_VARIABLE
     }

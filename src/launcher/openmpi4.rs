@@ -106,6 +106,11 @@ impl Launcher for OpenMpi4 {
         cmd
     }
 
+    /// ORTE's `plm_slurm_args`.
+    fn slurm_srun_args_variable(&self) -> &'static str {
+        "OMPI_MCA_plm_slurm_args"
+    }
+
     fn agent_variable(&self) -> &'static str {
         AGENT_VARIABLE
     }

@@ -111,6 +111,11 @@ impl Launcher for OpenMpi5 {
         cmd
     }
 
+    /// PRRTE's `plm_slurm_args`.
+    fn slurm_srun_args_variable(&self) -> &'static str {
+        "PRTE_MCA_plm_slurm_args"
+    }
+
     fn agent_variable(&self) -> &'static str {
         AGENT_VARIABLE
     }

@@ -333,6 +333,9 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
         user_args: &user_args,
         program: &spec.program,
     });
+    if std::env::var_os("SLURM_JOB_ID").is_some() {
+        cmd.envs(launcher.slurm_settings(&|k| std::env::var(k).ok()));
+    }
     // The binary sets it for its own error messages; in the ranks it would make every
     // topology load redirect their standard error for a moment.
     cmd.env_remove("HWLOC_SYNTHETIC_VERBOSE");
