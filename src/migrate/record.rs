@@ -5,6 +5,9 @@
 //!   run.json                 how the job was launched
 //!   placement-0.txt          initial placement (RANK NODE CORE)
 //!   placement-K.txt          placement after the K-th reconfiguration
+//!   availability-0.txt       the availability file as the first launch was placed for it
+//!                            (availability-restart-N.txt: the N-th launch from a checkpoint)
+//!   rms-availability         with --rms: the availability the resource manager gives
 //!   reconfigurations.jsonl   one JSON object per availability change
 //!   iterations/rank-R.csv    iteration,compute_ns,scheduling_ns,migration_ns per rank
 //!   processes.csv            rank,pid,node,core,event,cpus of every process of the job

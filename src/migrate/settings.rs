@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 pub const ENV_RUN_DIR: &str = "RANKMIG_RUN_DIR";
 /// The availability file to watch.
 pub const ENV_AVAILABILITY: &str = "RANKMIG_AVAILABILITY";
+/// A copy of the availability file as it was when the launch was placed: the job
+/// starts following that content, so an edit made while the job was starting (or being
+/// launched again) is acted on instead of being taken for the starting availability.
+pub const ENV_PLANNED_AVAILABILITY: &str = "RANKMIG_PLANNED_AVAILABILITY";
 /// `checkpoint!` calls between two availability checks; unset or 0: paced by time.
 pub const ENV_CHECK_EVERY: &str = "RANKMIG_CHECK_EVERY";
 /// Milliseconds between two availability checks when not paced by calls (default 1000).
@@ -56,6 +60,8 @@ pub struct JobSettings {
     pub run_dir: Option<PathBuf>,
     /// Availability file.
     pub availability: Option<PathBuf>,
+    /// The content the launch was placed for ([`ENV_PLANNED_AVAILABILITY`]).
+    pub planned_availability: Option<PathBuf>,
     /// How availability checks are spaced.
     pub check_spacing: CheckSpacing,
     /// Initial placement file.
@@ -143,6 +149,7 @@ impl JobSettings {
         Ok(Self {
             run_dir: path(ENV_RUN_DIR),
             availability: path(ENV_AVAILABILITY),
+            planned_availability: path(ENV_PLANNED_AVAILABILITY),
             check_spacing,
             placement: path(ENV_PLACEMENT),
             cores_per_node: usize::try_from(cores_per_node).map_err(|_| SettingsError {

@@ -130,6 +130,27 @@ impl AvailabilityWatcher {
         self
     }
 
+    /// The same watcher for a job placed for the content `bytes` of its file (a copy
+    /// the launcher kept): it follows that content, so the first check reports a change
+    /// (after the settle time) only when the file now says something else. Apply it
+    /// after [`AvailabilityWatcher::in_allocation`] and
+    /// [`AvailabilityWatcher::new_hosts`]. Content it would refuse leaves the watcher
+    /// as it was (its first check then takes the file as it is).
+    ///
+    /// ```
+    /// use rankmig::monitor::watch::AvailabilityWatcher;
+    /// let w = AvailabilityWatcher::new("av").planned(b"n1 2\nn2 2\n");
+    /// assert_eq!(w.current().map(|a| a.total_cores()), Some(4));
+    /// assert_ne!(w.last_hash(), 0);
+    /// ```
+    pub fn planned(mut self, bytes: &[u8]) -> Self {
+        if let WatchOutcome::Changed { availability } = self.judge(bytes) {
+            self.last_hash = content_hash(bytes);
+            self.current = Some(availability);
+        }
+        self
+    }
+
     /// Hash of the content acted on last.
     pub fn last_hash(&self) -> u64 {
         self.last_hash
@@ -231,7 +252,7 @@ impl AvailabilityWatcher {
     fn read_content(&self) -> (Result<Vec<u8>, String>, u64) {
         match std::fs::read(&self.path) {
             Ok(bytes) => {
-                let hash = (xxhash_rust::xxh3::xxh3_64(&bytes) & !1) | 2;
+                let hash = content_hash(&bytes);
                 (Ok(bytes), hash)
             }
             Err(e) => {
@@ -290,6 +311,11 @@ impl AvailabilityWatcher {
             )
         })
     }
+}
+
+/// The hash of a file content: even, never 0 (read errors hash odd).
+fn content_hash(bytes: &[u8]) -> u64 {
+    (xxhash_rust::xxh3::xxh3_64(bytes) & !1) | 2
 }
 
 /// What a watcher in multi-host mode does with a content naming a host outside the

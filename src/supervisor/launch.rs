@@ -250,11 +250,24 @@ fn graph_for(spec: &RunSpec) -> Result<SymGraph, LaunchError> {
 /// The availability the job starts with: the file, less the hosts found lost, checked
 /// against the allocation in multi-host mode.
 pub fn starting_availability(spec: &RunSpec) -> Result<Availability, LaunchError> {
-    let file = Availability::load(&spec.availability, AvailabilityFormat::Auto)?;
+    read_starting_availability(spec).map(|(_, availability)| availability)
+}
+
+/// [`starting_availability`], and the content of the file it was read from.
+fn read_starting_availability(spec: &RunSpec) -> Result<(Vec<u8>, Availability), LaunchError> {
+    let bytes = std::fs::read(&spec.availability).map_err(|source| {
+        crate::availability::AvailabilityError::Read {
+            path: spec.availability.clone(),
+            source,
+        }
+    })?;
+    let origin = spec.availability.display().to_string();
+    let text = String::from_utf8_lossy(&bytes);
+    let file = Availability::parse(&text, &origin, AvailabilityFormat::Auto)?;
     if let (Some(allocation), false) = (&spec.allocation, spec.allow_new_hosts) {
         allocation.check(&file, &spec.availability.display().to_string())?;
     }
-    Ok(without_lost_hosts(&file, &spec.lost_hosts)?)
+    Ok((bytes, without_lost_hosts(&file, &spec.lost_hosts)?))
 }
 
 /// The tree of one node used for the initial placement: `--node-topology`, else (in
@@ -273,10 +286,15 @@ pub fn node_tree(spec: &RunSpec, availability: &Availability) -> Result<Tree, La
 /// Initial placement of the job for the current availability, and the cores of the
 /// planning tree's node.
 pub fn initial_placement(spec: &RunSpec) -> Result<(Placement, usize), LaunchError> {
-    let availability = starting_availability(spec)?;
+    planned_placement(spec).map(|(placement, cores, _)| (placement, cores))
+}
+
+/// [`initial_placement`], and the content of the availability file it was planned for.
+fn planned_placement(spec: &RunSpec) -> Result<(Placement, usize, Vec<u8>), LaunchError> {
+    let (content, availability) = read_starting_availability(spec)?;
     let tree = node_tree(spec, &availability)?;
     let placement = place(&availability, &graph_for(spec)?, &tree)?;
-    Ok((placement, tree.leaf_count()))
+    Ok((placement, tree.leaf_count(), content))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), LaunchError> {
@@ -295,7 +313,7 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
         path: spec.run_dir.clone(),
         source,
     })?;
-    let (placement, cores) = initial_placement(spec)?;
+    let (placement, cores, planned_for) = planned_placement(spec)?;
     save_spec(spec)?;
     let launch = if restart {
         format!("restart-{}", restarts_so_far(&spec.run_dir) + 1)
@@ -324,7 +342,18 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
         }
         None => None,
     };
-    let env = rank_environment(spec, &placement_path, cores, restart);
+    // The ranks start following the content this launch was placed for, so an edit
+    // made while they start is acted on.
+    let planned_path = spec.run_dir.join(format!("availability-{launch}.txt"));
+    std::fs::write(&planned_path, &planned_for).map_err(|source| LaunchError::RunDir {
+        path: planned_path.clone(),
+        source,
+    })?;
+    let mut env = rank_environment(spec, &placement_path, cores, restart);
+    env.push((
+        crate::migrate::settings::ENV_PLANNED_AVAILABILITY.to_owned(),
+        planned_path.display().to_string(),
+    ));
     let user_args = user_launcher_args(spec);
     let mut cmd = launcher.command(&JobLaunch {
         placement: &placement,
@@ -385,23 +414,27 @@ fn is_executable(program: &str) -> bool {
 }
 
 /// The files a run leaves in its run directory (the checkpoint directory aside).
-const RUN_RECORDS: [&str; 6] = [
+const RUN_RECORDS: [&str; 7] = [
     "run.json",
     "reconfigurations.jsonl",
     "processes.csv",
     "rankfile",
     crate::migrate::record::RELAUNCH_REQUEST,
+    crate::rms::RMS_AVAILABILITY,
     "iterations",
 ];
 
 /// Before a new run: refuses a run directory with an earlier run's records in it, or
 /// with `force` removes those records (`run.json`, `reconfigurations.jsonl`,
-/// `processes.csv`, `rankfile`, `iterations/`, `placement-*.txt`, `hostfile-*.txt`) and
+/// `processes.csv`, `rankfile`, `iterations/`, `placement-*.txt`, `hostfile-*.txt`,
+/// `availability-*.txt`, `rms-availability`) and
 /// nothing else, so two runs never mix in one report.
 pub fn claim_run_dir(run_dir: &Path, force: bool) -> Result<(), LaunchError> {
     let is_record = |name: &str| {
         RUN_RECORDS.contains(&name)
-            || ((name.starts_with("placement-") || name.starts_with("hostfile-"))
+            || (["placement-", "hostfile-", "availability-"]
+                .iter()
+                .any(|prefix| name.starts_with(prefix))
                 && name.ends_with(".txt"))
     };
     let Ok(entries) = std::fs::read_dir(run_dir) else {

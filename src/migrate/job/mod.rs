@@ -174,8 +174,17 @@ impl Job {
                 .in_allocation(job.settings.hosts.clone(), job.settings.lost_hosts.clone())
                 .new_hosts(new_hosts_policy(&job.settings))
                 .settling(job.settings.settle());
-            if let WatchOutcome::Changed { availability } = watcher.check(&job.comm) {
-                job.view = Some(availability);
+            let planned = job.settings.planned_availability.as_ref();
+            if let Some(bytes) = planned.and_then(|p| std::fs::read(p).ok()) {
+                watcher = watcher.planned(&bytes);
+            }
+            match watcher.current() {
+                Some(current) => job.view = Some(current.clone()),
+                None => {
+                    if let WatchOutcome::Changed { availability } = watcher.check(&job.comm) {
+                        job.view = Some(availability);
+                    }
+                }
             }
             job.watcher = Some(watcher);
         }

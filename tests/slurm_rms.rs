@@ -1,0 +1,437 @@
+//! rankmig under a real Slurm: the emulated Slurm of `scripts/emulated_slurm.sh`
+//! (Debian's slurmctld and slurmd, one slurmd per node n1..n4, each in a UTS namespace
+//! of its own), driven through `salloc`, `scontrol` and `sinfo` as an operator would.
+//!
+//! Where Slurm cannot start here, every test says so and passes without running, unless
+//! `RANKMIG_REQUIRE_SLURM=1` (set by `scripts/test.sh`), which makes that a failure.
+//! Where the host of a process matters it is read from outside the process, from its
+//! UTS namespace. The tests share the four nodes: they run one at a time.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::jacobi;
+use rankmig::allocation::Allocation;
+
+/// Slurm's client configuration, once the emulated Slurm answers.
+fn slurm_conf() -> Option<&'static Path> {
+    static CONF: OnceLock<Option<PathBuf>> = OnceLock::new();
+    CONF.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/emulated_slurm.sh");
+        let out = Command::new("bash").arg(&script).arg("start").output();
+        let conf = Command::new("bash")
+            .arg(&script)
+            .arg("env")
+            .output()
+            .ok()
+            .and_then(|o| {
+                let text = String::from_utf8_lossy(&o.stdout).into_owned();
+                text.trim()
+                    .strip_prefix("export SLURM_CONF=")
+                    .map(PathBuf::from)
+            });
+        match (out, conf) {
+            (Ok(o), Some(conf)) if o.status.success() => Some(conf),
+            (out, _) => {
+                let why = out.map_or_else(
+                    |e| e.to_string(),
+                    |o| String::from_utf8_lossy(&o.stderr).into_owned(),
+                );
+                assert!(
+                    std::env::var("RANKMIG_REQUIRE_SLURM").as_deref() != Ok("1"),
+                    "the emulated Slurm did not start: {why}"
+                );
+                eprintln!("SKIPPED: the emulated Slurm cannot start here: {why}");
+                None
+            }
+        }
+    })
+    .as_deref()
+}
+
+/// One test at a time on the four nodes; every node back in service first.
+fn slurm_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if slurm_conf().is_some() {
+        let _ = slurm_command("scontrol", &["delete", &format!("ReservationName={MAINT}")]);
+        let _ = slurm_command("scontrol", &["update", "nodename=n[1-4]", "state=resume"]);
+    }
+    guard
+}
+
+/// A Slurm client command, its output as text.
+fn slurm_command(program: &str, args: &[&str]) -> Output {
+    let conf = slurm_conf().expect("Slurm is running");
+    Command::new(program)
+        .args(args)
+        .env("SLURM_CONF", conf)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"))
+}
+
+fn scontrol(args: &[&str]) {
+    let out = slurm_command("scontrol", args);
+    assert!(
+        out.status.success(),
+        "scontrol {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The processes of the job of `run_dir` (the Jacobi example, with that run directory
+/// in their environment) and their hosts, read from outside.
+fn job_hosts(run_dir: &Path) -> BTreeMap<u32, String> {
+    let app = std::fs::canonicalize(jacobi()).expect("jacobi");
+    let marker = format!("RANKMIG_RUN_DIR={}", run_dir.display());
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == app))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == marker.as_bytes()))
+        })
+        .filter(|pid| !common::is_zombie(*pid))
+        .filter_map(|pid| rankmig::emulated_cluster::host_of(pid).map(|h| (pid, h)))
+        .collect()
+}
+
+fn wait_until(what: &str, limit: Duration, ready: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// A job under `salloc`, in a directory of its own.
+struct SlurmJob {
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl SlurmJob {
+    /// `salloc SALLOC rankmig run -n 8 RUN_ARGS -- jacobi` in the background, with the
+    /// variables `env`.
+    fn start(salloc: &[&str], run_args: &[&str], env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let name = job_name(&dir);
+        let mut cmd = Command::new("salloc");
+        cmd.args(["--job-name", &name])
+            .args(salloc)
+            .arg(env!("CARGO_BIN_EXE_rankmig"))
+            .args(["run", "-n", "8", "--run-dir"])
+            .arg(dir.path().join("run"))
+            .args(run_args)
+            .arg("--")
+            .arg(jacobi())
+            .args(["--size", SIZE, "--iters", "100000000", "--stop-file"])
+            .arg(dir.path().join("stop"))
+            .env("SLURM_CONF", slurm_conf().expect("Slurm"))
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .envs(env.iter().copied())
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = cmd.spawn().expect("salloc");
+        Self {
+            dir,
+            child: Some(child),
+        }
+    }
+
+    fn run_dir(&self) -> PathBuf {
+        self.dir.path().join("run")
+    }
+
+    fn hosts(&self) -> BTreeMap<String, usize> {
+        common::per_host(&job_hosts(&self.run_dir()))
+    }
+
+    /// Waits until the 8 ranks run and rank 0 has recorded iterations.
+    fn wait_started(&self) {
+        wait_until("the job to start", Duration::from_secs(120), || {
+            self.run_dir().join("iterations/rank-0.csv").exists()
+                && self.hosts().values().sum::<usize>() == 8
+        });
+    }
+
+    /// The job's node list in `squeue`.
+    fn squeue_nodes(&self) -> Vec<String> {
+        let id = self.job_id();
+        let out = slurm_command("squeue", &["--noheader", "--jobs", &id, "--format", "%N"]);
+        rankmig::allocation::expand_hostlist(String::from_utf8_lossy(&out.stdout).trim())
+            .expect("squeue node list")
+    }
+
+    fn job_id(&self) -> String {
+        let spec = std::fs::read_to_string(self.run_dir().join("run.json")).expect("run.json");
+        let spec: serde_json::Value = serde_json::from_str(&spec).expect("json");
+        spec["rms"]["job_id"].as_str().expect("job id").to_owned()
+    }
+
+    /// Stops the job by its stop file and returns its output.
+    fn finish(mut self) -> Output {
+        std::fs::write(self.dir.path().join("stop"), "").expect("stop file");
+        let child = self.child.take().expect("running");
+        child.wait_with_output().expect("salloc output")
+    }
+}
+
+impl Drop for SlurmJob {
+    /// A test that fails leaves no job behind: salloc killed, the allocation cancelled
+    /// (a killed salloc does not give it back).
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            common::job::kill_tree(&mut child);
+            if let Ok(out) = child.wait_with_output() {
+                eprintln!("the job's output:\n{}", stderr(&out));
+            }
+            let _ = slurm_command("scancel", &["--name", &job_name(&self.dir)]);
+        }
+    }
+}
+
+/// The Slurm job name of the test job in `dir`.
+fn job_name(dir: &tempfile::TempDir) -> String {
+    let base = dir
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    format!("rankmig-test-{}", base.unwrap_or_default())
+}
+
+const SIZE: &str = "128";
+
+/// The maintenance reservation a test makes (removed before each test).
+const MAINT: &str = "rankmig_test_maint";
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn the_allocation_is_read_as_slurm_writes_it() {
+    if slurm_conf().is_none() {
+        return;
+    }
+    let _lock = slurm_lock();
+    // salloc arguments, tasks × CPUs per task, nodes.
+    let cases: [(&[&str], usize, usize); 3] = [
+        (&["-N", "4", "-n", "8"], 8, 4),
+        (&["-N", "4", "--ntasks-per-node", "3"], 12, 4),
+        (&["-N", "2", "-n", "2", "-c", "2"], 4, 2),
+    ];
+    for (args, cpus, nodes) in cases {
+        let mut all: Vec<&str> = args.to_vec();
+        all.push("env");
+        let out = slurm_command("salloc", &all);
+        assert!(out.status.success(), "salloc {args:?}: {}", stderr(&out));
+        let env: BTreeMap<String, String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let allocation = Allocation::from_batch_environment(|k| env.get(k).cloned())
+            .unwrap_or_else(|e| panic!("salloc {args:?}: {e}"))
+            .expect("a Slurm allocation");
+        let slots: usize = allocation.hosts().iter().map(|h| h.slots).sum();
+        assert_eq!(
+            (slots, allocation.hosts().len()),
+            (cpus, nodes),
+            "salloc {args:?}: SLURM_JOB_NODELIST={:?} SLURM_JOB_CPUS_PER_NODE={:?}",
+            env.get("SLURM_JOB_NODELIST"),
+            env.get("SLURM_JOB_CPUS_PER_NODE")
+        );
+        assert!(allocation.hosts().iter().all(|h| h.name.starts_with('n')));
+    }
+}
+
+#[test]
+fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_plain_run() {
+    if slurm_conf().is_none() {
+        return;
+    }
+    let _lock = slurm_lock();
+    let job = SlurmJob::start(
+        &["-N", "4", "--ntasks-per-node", "3", "--no-kill"],
+        &["--rms", "slurm", "--rms-release"],
+        &[],
+    );
+    job.wait_started();
+    let processes = std::fs::read_to_string(job.run_dir().join("processes.csv")).expect("csv");
+    let rank0_host = processes
+        .lines()
+        .find_map(|l| l.strip_prefix("0,").and_then(|r| r.split(',').nth(1)))
+        .expect("rank 0's start event")
+        .to_owned();
+
+    // A drain on rank 0's node: the ranks leave it, then it is handed back.
+    scontrol(&[
+        "update",
+        &format!("nodename={rank0_host}"),
+        "state=drain",
+        "reason=fan failure",
+    ]);
+    wait_until(
+        "the drained node to be emptied",
+        Duration::from_secs(120),
+        || {
+            let hosts = job.hosts();
+            !hosts.contains_key(&rank0_host) && hosts.values().sum::<usize>() == 8
+        },
+    );
+    wait_until(
+        "the drained node to be released",
+        Duration::from_secs(120),
+        || !job.squeue_nodes().contains(&rank0_host),
+    );
+    // The release takes a launch from the newest checkpoint: its 8 ranks run again.
+    wait_until("the job to run again", Duration::from_secs(120), || {
+        let hosts = job.hosts();
+        !hosts.contains_key(&rank0_host) && hosts.values().sum::<usize>() == 8
+    });
+
+    // A maintenance window in 90 s on another node that holds ranks: emptied before
+    // it starts.
+    let hosts = job.hosts();
+    let other = hosts.keys().next().expect("a node with ranks").clone();
+    let starts = std::time::SystemTime::now() + Duration::from_secs(90);
+    scontrol(&[
+        "create",
+        "reservation",
+        &format!("ReservationName={MAINT}"),
+        "StartTime=now+90",
+        "Duration=10",
+        &format!("Nodes={other}"),
+        "Users=root",
+        "Flags=maint,ignore_jobs",
+    ]);
+    wait_until(
+        "the reserved node to be emptied",
+        Duration::from_secs(85),
+        || {
+            let hosts = job.hosts();
+            !hosts.contains_key(&other) && hosts.values().sum::<usize>() == 8
+        },
+    );
+    let emptied = std::time::SystemTime::now();
+    let _ = slurm_command("scontrol", &["delete", &format!("ReservationName={MAINT}")]);
+    assert!(
+        emptied < starts,
+        "{other} was emptied after its maintenance began"
+    );
+    let nodes_left = job.squeue_nodes();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(job.hosts().values().sum::<usize>(), 8, "{:?}", job.hosts());
+
+    let out = job.finish();
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("slurm: {rank0_host} drain")),
+        "the output does not name {rank0_host} as drained: {err}"
+    );
+    assert!(
+        err.contains("maintenance reservation rankmig_test_maint"),
+        "{err}"
+    );
+    assert!(!nodes_left.contains(&rank0_host), "{nodes_left:?}");
+    common::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
+}
+
+#[test]
+fn a_slurm_that_does_not_answer_is_reported_and_the_job_keeps_its_placement() {
+    if slurm_conf().is_none() {
+        return;
+    }
+    let _lock = slurm_lock();
+    let job = SlurmJob::start(
+        &["-N", "4", "--ntasks-per-node", "2"],
+        &["--rms", "slurm"],
+        &[],
+    );
+    job.wait_started();
+    let before = job.hosts();
+    let pid_file = slurm_conf()
+        .and_then(Path::parent)
+        .expect("Slurm directory")
+        .join("slurmctld.pid");
+    let ctld: i32 = std::fs::read_to_string(&pid_file)
+        .expect("slurmctld.pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    // A controller that hangs: every command of the supervisor times out.
+    // SAFETY: kill(2) on the emulated Slurm's controller, resumed below.
+    unsafe { libc::kill(ctld, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_secs(25));
+    let during = job.hosts();
+    // SAFETY: as above.
+    unsafe { libc::kill(ctld, libc::SIGCONT) };
+    std::thread::sleep(Duration::from_secs(3));
+    let out = job.finish();
+    let err = stderr(&out);
+    assert_eq!(during, before, "the job moved while Slurm did not answer");
+    // Either the command's own timeout or ours ("no answer after 15 s").
+    assert!(err.contains("the job keeps its placement"), "{err}");
+    assert!(err.contains("slurm answers again"), "{err}");
+    common::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
+}
+
+#[test]
+fn a_node_that_dies_under_no_kill_is_left_behind_by_auto_restart() {
+    if slurm_conf().is_none() {
+        return;
+    }
+    let _lock = slurm_lock();
+    let job = SlurmJob::start(
+        &["-N", "4", "--ntasks-per-node", "3", "--no-kill"],
+        &["--rms", "slurm", "--auto-restart", "1"],
+        &[("RANKMIG_CKPT_SECONDS", "3")],
+    );
+    job.wait_started();
+    let ckpt = job.run_dir().join("ckpt");
+    wait_until("a complete checkpoint", Duration::from_secs(120), || {
+        std::fs::read_dir(&ckpt).is_ok_and(|epochs| {
+            epochs
+                .filter_map(Result::ok)
+                .any(|e| e.path().join("COMMIT").exists())
+        })
+    });
+    // Node n3 dies: its slurmd and every process on it.
+    let victims: Vec<u32> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| rankmig::emulated_cluster::host_of(pid).as_deref() == Some("n3"))
+        .collect();
+    assert!(!victims.is_empty(), "nothing runs on n3");
+    for pid in victims {
+        // SAFETY: kill(2) on the emulated node's processes.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    wait_until(
+        "the job to run again without n3",
+        Duration::from_secs(180),
+        || {
+            let hosts = job.hosts();
+            !hosts.contains_key("n3") && hosts.values().sum::<usize>() == 8
+        },
+    );
+    let out = job.finish();
+    // The next test needs all four slurmds: start the lost one again.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/emulated_slurm.sh");
+    let _ = Command::new("bash").arg(script).arg("start").status();
+    let err = stderr(&out);
+    assert!(err.contains("host(s) n3 lost"), "{err}");
+    common::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
+}
