@@ -161,6 +161,16 @@ impl Cluster {
         names.pop().map(|(_, n)| n)
     }
 
+    /// Launches whose rank 0 has started (read the availability): its `start` events.
+    fn launches_started(&self) -> usize {
+        let processes = self.run_dir().join(rankmig::migrate::record::PROCESSES);
+        fs::read_to_string(processes)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("0,") && l.split(',').nth(4) == Some("start"))
+            .count()
+    }
+
     /// Iterations rank 0 has recorded.
     fn progress(&self) -> u64 {
         fs::read_to_string(self.run_dir().join("iterations/rank-0.csv"))
@@ -285,6 +295,12 @@ impl Moves {
                 wait_until(&name, Duration::from_secs(90), || {
                     cluster.run_dir().join(&name).exists()
                 });
+                // Rank 0 of the relaunched job notes its start once it has read the
+                // availability: an edit before that would be its starting view, not a
+                // change.
+                wait_until("the relaunched job", Duration::from_secs(90), || {
+                    cluster.launches_started() > self.relaunches
+                });
                 name
             }
             _ => panic!("neither migrated nor relaunched: {record}"),
@@ -336,9 +352,11 @@ fn ranks_follow_the_availability_across_hosts() {
     let mut moves = Moves::default();
     for (k, (availability, emptied)) in steps.iter().enumerate() {
         cluster.edit(availability);
-        wait_until("the step", Duration::from_secs(90), || {
-            cluster.records().len() >= k + 2
-        });
+        wait_until(
+            &format!("step {k} ({:?})", cluster.records()),
+            Duration::from_secs(90),
+            || cluster.records().len() >= k + 2,
+        );
         let record = &cluster.records()[k + 1];
         if record["outcome"] != "no moves" {
             assert_eq!(record["outcome"], moving_outcome(), "{record}");
