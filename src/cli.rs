@@ -429,11 +429,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "IMPLEMENTATION", value_parser = parse_mpi, conflicts_with = "restart")]
     pub mpi: Option<rankmig::launcher::MpiImplementation>,
     /// Let the availability file name hosts outside the allocation (a node lent to the
-    /// job): ranks are spawned there, and the host is probed and recorded like the
-    /// others. MPICH and Open MPI 5 only (with Open MPI 5.0.11 spawns onto other hosts
-    /// hung or crashed a daemon in most runs here: README, "MPI implementations");
-    /// refused with Open MPI 4.1. Without it such an edit is refused and the job stays
-    /// where it is.
+    /// job): ranks are spawned there (Open MPI 5: the job is relaunched from a
+    /// checkpoint with them there, as its spawns across hosts crash a daemon), and the
+    /// host is probed and recorded like the others. MPICH and Open MPI 5 only; refused
+    /// with Open MPI 4.1. Without it such an edit is refused and the job stays where it
+    /// is.
     #[arg(long, conflicts_with = "restart")]
     pub allow_new_hosts: bool,
     /// The tree of every node for planning: `live`, `xml:FILE` or `synthetic:STRING`.

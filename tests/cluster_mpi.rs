@@ -161,6 +161,16 @@ impl Cluster {
         names.pop().map(|(_, n)| n)
     }
 
+    /// Launches whose rank 0 has started (read the availability): its `start` events.
+    fn launches_started(&self) -> usize {
+        let processes = self.run_dir().join(rankmig::migrate::record::PROCESSES);
+        fs::read_to_string(processes)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("0,") && l.split(',').nth(4) == Some("start"))
+            .count()
+    }
+
     /// Iterations rank 0 has recorded.
     fn progress(&self) -> u64 {
         fs::read_to_string(self.run_dir().join("iterations/rank-0.csv"))
@@ -241,6 +251,67 @@ fn assert_result_of_a_plain_run(out: &Output) {
     common::assert_same_as_plain_run(out, 4, jacobi(), &["--size", SIZE], &[]);
 }
 
+/// True when the MPI under test moves ranks across hosts live, by spawning; false when
+/// its spawns fail under several runtime daemons (Open MPI 5.0.11 with PRRTE 3.0.14:
+/// `Capabilities::spawn_across_daemons`) and a migration relaunches the job from a
+/// checkpoint instead.
+fn migrates_live_across_hosts() -> bool {
+    rankmig::launcher::launcher(common::mpi())
+        .capabilities()
+        .spawn_across_daemons
+}
+
+/// The outcome recorded for a step that moves ranks across hosts: `migrated`, or
+/// `relaunch` where the MPI cannot spawn across hosts.
+fn moving_outcome() -> &'static str {
+    if migrates_live_across_hosts() {
+        "migrated"
+    } else {
+        "relaunch"
+    }
+}
+
+/// Counts the placements the job went through after moving ranks, to name the placement
+/// file of the next one: a live migration writes `placement-N.txt` (N counts the
+/// migrations), a relaunch `placement-restart-N.txt` (N counts the relaunches).
+#[derive(Default)]
+struct Moves {
+    migrations: usize,
+    relaunches: usize,
+}
+
+impl Moves {
+    /// The placement file written for a step recorded as `record` (a live migration or
+    /// a relaunch, waited for until `rankmig run` has written it).
+    fn placement_of(&mut self, cluster: &Cluster, record: &serde_json::Value) -> String {
+        match record["outcome"].as_str() {
+            Some("migrated") => {
+                self.migrations += 1;
+                format!("placement-{}.txt", self.migrations)
+            }
+            Some("relaunch") => {
+                self.relaunches += 1;
+                let name = format!("placement-restart-{}.txt", self.relaunches);
+                wait_until(&name, Duration::from_secs(90), || {
+                    cluster.run_dir().join(&name).exists()
+                });
+                // Rank 0 of the relaunched job notes its start once it has read the
+                // availability: an edit before that would be its starting view, not a
+                // change.
+                wait_until("the relaunched job", Duration::from_secs(90), || {
+                    cluster.launches_started() > self.relaunches
+                });
+                name
+            }
+            _ => panic!("neither migrated nor relaunched: {record}"),
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.migrations + self.relaunches
+    }
+}
+
 fn started(cluster: &Cluster) -> bool {
     cluster.run_dir().join("iterations/rank-0.csv").exists()
 }
@@ -278,16 +349,18 @@ fn ranks_follow_the_availability_across_hosts() {
         ("h1 3\nh3 3\nh4 2\nh5 2\n", None),
         ("h3 4\nh5 4\n", Some(["h1", "h4"])),
     ];
-    let mut migrations = 0;
+    let mut moves = Moves::default();
     for (k, (availability, emptied)) in steps.iter().enumerate() {
         cluster.edit(availability);
-        wait_until("the step", Duration::from_secs(90), || {
-            cluster.records().len() >= k + 2
-        });
+        wait_until(
+            &format!("step {k} ({:?})", cluster.records()),
+            Duration::from_secs(90),
+            || cluster.records().len() >= k + 2,
+        );
         let record = &cluster.records()[k + 1];
-        if record["outcome"] == "migrated" {
-            migrations += 1;
-            let name = format!("placement-{migrations}.txt");
+        if record["outcome"] != "no moves" {
+            assert_eq!(record["outcome"], moving_outcome(), "{record}");
+            let name = moves.placement_of(&cluster, record);
             assert_processes_follow(&cluster, root, &name);
             let live = per_host(&live_hosts(root));
             for gone in emptied.iter().flatten() {
@@ -296,11 +369,9 @@ fn ranks_follow_the_availability_across_hosts() {
                     "{gone} still runs ranks: {live:?}"
                 );
             }
-        } else {
-            assert_eq!(record["outcome"], "no moves", "{record}");
         }
     }
-    assert!(migrations >= 2, "{:?}", cluster.records());
+    assert!(moves.total() >= 2, "{:?}", cluster.records());
     let out = finish(&cluster, child);
     assert_result_of_a_plain_run(&out);
 }
@@ -414,20 +485,22 @@ fn hosts_are_planned_on_their_live_trees() {
         !cluster.records().is_empty()
     });
     let record = &cluster.records()[0];
-    assert_eq!(record["outcome"], "migrated", "{record}");
+    assert_eq!(record["outcome"], moving_outcome(), "{record}");
     assert_eq!(record["moves"], 2, "{record}");
-    assert_processes_follow(&cluster, root, "placement-1.txt");
+    let name = Moves::default().placement_of(&cluster, record);
+    assert_processes_follow(&cluster, root, &name);
     assert!(!per_host(&live_hosts(root)).contains_key("h1"));
     let out = finish(&cluster, child);
     assert_result_of_a_plain_run(&out);
 }
 
 /// 8 ranks on n1..n4; n1 is taken back and n5 lent, then n1 given back and n5
-/// taken: the ranks that left n1 return to it. Open MPI (4.1 and 5) cannot spawn onto
-/// a host whose daemon forgot a launch of the job that still runs elsewhere (n1's
-/// first-launch ranks left while the others kept running): the job relaunches from a
-/// checkpoint instead. MPICH spawns there live. Either way the processes land where
-/// each plan says, with the result of a plain run.
+/// taken: the ranks that left n1 return to it. Open MPI 4.1 cannot spawn onto a host
+/// whose daemon forgot a launch of the job that still runs elsewhere (n1's first-launch
+/// ranks left while the others kept running): the job relaunches from a checkpoint
+/// instead. MPICH spawns there live. Open MPI 5 spawns across hosts at no step: both
+/// steps relaunch. Either way the processes land where each plan says, with the result
+/// of a plain run.
 #[test]
 fn ranks_go_back_to_a_host_they_left() {
     if !namespaces_available() {
@@ -448,9 +521,31 @@ fn ranks_go_back_to_a_host_they_left() {
     wait_until("the first step", Duration::from_secs(90), || {
         !cluster.records().is_empty()
     });
-    assert_eq!(cluster.records()[0]["outcome"], "migrated");
-    assert_processes_follow(&cluster, root, "placement-1.txt");
+    let first = &cluster.records()[0];
+    assert_eq!(first["outcome"], moving_outcome(), "{first}");
+    let mut moves = Moves::default();
+    let name = moves.placement_of(&cluster, first);
+    assert_processes_follow(&cluster, root, &name);
     assert_eq!(per_host(&live_hosts(root)).get("n5"), Some(&2));
+    if !migrates_live_across_hosts() {
+        cluster.edit("n1 2\nn2 2\nn3 2\nn4 2\n");
+        wait_until("the second step", Duration::from_secs(90), || {
+            cluster.records().len() > 1
+        });
+        let second = &cluster.records()[1];
+        assert_eq!(second["outcome"], "relaunch", "{second}");
+        let detail = second["detail"].to_string();
+        assert!(detail.contains(common::mpi().title()), "{detail}");
+        let name = moves.placement_of(&cluster, second);
+        assert!(!cluster.planned(&name).contains_key("n5"));
+        assert_processes_follow(&cluster, root, &name);
+        assert_eq!(per_host(&live_hosts(root)).get("n1"), Some(&2));
+        let out = finish(&cluster, child);
+        assert_result_of_a_plain_run(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("relaunching the job"), "{stderr}");
+        return;
+    }
 
     cluster.edit("n1 2\nn2 2\nn3 2\nn4 2\n");
     wait_until("the second step", Duration::from_secs(90), || {
@@ -475,8 +570,9 @@ fn ranks_go_back_to_a_host_they_left() {
 }
 
 /// `--allow-new-hosts`: an edit naming a host outside the allocation (a node lent to
-/// the job) moves ranks there, where the MPI can add hosts (MPICH, Open MPI 5); Open
-/// MPI 4.1 refuses the option at once, naming itself as the reason.
+/// the job) moves ranks there, where the MPI can add hosts (MPICH live, Open MPI 5 by a
+/// relaunch from a checkpoint); Open MPI 4.1 refuses the option at once, naming itself
+/// as the reason.
 #[test]
 fn a_lent_host_outside_the_allocation() {
     if !namespaces_available() {
@@ -506,8 +602,9 @@ fn a_lent_host_outside_the_allocation() {
         !cluster.records().is_empty()
     });
     let record = &cluster.records()[0];
-    assert_eq!(record["outcome"], "migrated", "{record}");
-    assert_processes_follow(&cluster, root, "placement-1.txt");
+    assert_eq!(record["outcome"], moving_outcome(), "{record}");
+    let name = Moves::default().placement_of(&cluster, record);
+    assert_processes_follow(&cluster, root, &name);
     assert_eq!(per_host(&live_hosts(root)).get("h9"), Some(&2));
     let out = finish(&cluster, child);
     assert_result_of_a_plain_run(&out);

@@ -17,6 +17,7 @@
 //! assert_eq!(launcher(mpich).program(), "mpiexec");
 //! assert!(launcher(mpich).capabilities().spawn_onto_left_host);
 //! assert!(!launcher(MpiImplementation::OpenMpi4).capabilities().add_hosts);
+//! assert!(!launcher(MpiImplementation::OpenMpi5).capabilities().spawn_across_daemons);
 //! ```
 
 pub mod mpich;
@@ -189,8 +190,20 @@ pub struct Capabilities {
     /// A spawn onto a host that processes of a still-running launch have left works
     /// (Open MPI's daemons forget such a launch, and the spawn aborts the job).
     pub spawn_onto_left_host: bool,
-    /// A spawn can start processes on a host outside the allocation it was launched on.
+    /// A spawn can start processes on a host outside the allocation it was launched on
+    /// (`--allow-new-hosts`; with [`Capabilities::spawn_across_daemons`] false, a
+    /// relaunch starts them there instead).
     pub add_hosts: bool,
+    /// A spawn works when the job's processes are managed by more than one runtime
+    /// daemon (one per host: multi-host mode). False for Open MPI 5.0.11 from PyPI with
+    /// PRRTE 3.0.14: the connect step of `MPI_Comm_spawn` corrupts a `prted`'s heap
+    /// (`connect_release()` in `src/prted/pmix/pmix_server_dyn.c` destructs `info[1]` of
+    /// a one-element array; the daemon then crashes in `dmodex_req`), and multi-host
+    /// spawns succeeded in 0 runs of 3 (4 or 8 ranks, any target host, rankfile or
+    /// `--host`, with or without `PMIX_ADD_HOST`). With a single daemon (logical nodes
+    /// of one host) spawns work. When false, a migration in multi-host mode relaunches
+    /// the job from a checkpoint instead of spawning (see `migrate::job`).
+    pub spawn_across_daemons: bool,
 }
 
 /// How a rank whose process has been replaced ends.

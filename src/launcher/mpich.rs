@@ -124,6 +124,7 @@ impl Launcher for Mpich {
         Capabilities {
             spawn_onto_left_host: true,
             add_hosts: true,
+            spawn_across_daemons: true,
         }
     }
 }

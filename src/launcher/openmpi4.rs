@@ -139,6 +139,7 @@ impl Launcher for OpenMpi4 {
         Capabilities {
             spawn_onto_left_host: false,
             add_hosts: false,
+            spawn_across_daemons: true,
         }
     }
 }

@@ -19,10 +19,19 @@
 //!   onto another host of the hostfile fails ("All nodes which are allocated for this
 //!   job are already filled"), also with `map_by :OVERSUBSCRIBE` in its info (refused:
 //!   "Conflicting directives"). Every spawn therefore adds its target host
-//!   (`PMIX_ADD_HOST=HOST:COUNT`), which also reaches hosts outside the hostfile. That
-//!   works with 4 ranks on 2 hosts; with 8 ranks on 4 hosts a spawn onto a fifth host
-//!   made a `prted` of the job die ("PRTE has lost communication with a remote
-//!   daemon") in 3 runs of 3, also with `routed direct` or `PMIX_MCA_gds=hash`.
+//!   (`PMIX_ADD_HOST=HOST:COUNT`), which also reaches hosts outside the hostfile.
+//! - No spawn works when more than one `prted` takes part (multi-host mode,
+//!   [`Capabilities::spawn_across_daemons`] is false): PRRTE 3.0.14's connect step of
+//!   `MPI_Comm_spawn` corrupts a `prted`'s heap (`connect_release()` in
+//!   `src/prted/pmix/pmix_server_dyn.c` destructs `info[1]` of a one-element array; the
+//!   crash follows in `dmodex_req`, `pmix_server_fence.c`), found with valgrind and
+//!   cores. Multi-host spawns succeeded in 0 runs of 3 (4 or 8 ranks, any target host,
+//!   rankfile or `--host`, with or without `PMIX_ADD_HOST`; earlier: "PRTE has lost
+//!   communication with a remote daemon", also with `routed direct` or
+//!   `PMIX_MCA_gds=hash`). A migration in multi-host mode therefore relaunches the job
+//!   from a checkpoint, placed for the new availability (hosts outside the hostfile
+//!   included, with `--allow-new-hosts`). With a single daemon (logical nodes of this
+//!   host) spawns work and ranks migrate live.
 //! - The agent is `PRTE_MCA_plm_ssh_agent` (`OMPI_MCA_plm_rsh_agent` is ignored).
 //!   Loopback cannot carry PRRTE's out-of-band channel; the default interface works.
 //! - When a host's daemon is lost mid-run, `prterun` prints "A daemon failed to report
@@ -158,6 +167,7 @@ impl Launcher for OpenMpi5 {
         Capabilities {
             spawn_onto_left_host: false,
             add_hosts: true,
+            spawn_across_daemons: false,
         }
     }
 }

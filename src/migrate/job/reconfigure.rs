@@ -79,16 +79,39 @@ impl Job {
             self.record(Outcome::of_plan("no moves", &change, &plan, scheduling));
             return Ok(());
         }
-        let spawns_back = self.launcher().capabilities().spawn_onto_left_host;
-        if let (false, Some(generations)) = (spawns_back, &generations) {
-            let targets = plan.moves.iter().map(|m| m.to.node.as_str());
-            let hazards = self.history.hazards(&placement, generations, targets);
-            if let Some(hazard) = hazards.first() {
-                let why = format!("{} {hazard}", self.launcher().implementation().title());
-                return self.relaunch(state, &plan, scheduling, &change, why);
-            }
+        if let Some(why) = self.spawn_refused(&plan, &placement, generations.as_deref()) {
+            return self.relaunch(state, &plan, scheduling, &change, why);
         }
         self.migrate(state, &plan, scheduling, &change)
+    }
+
+    /// Why the implementation cannot carry `plan` out by spawning, if it cannot: a
+    /// target host whose daemon forgot a launch that still runs (see [`super::history`];
+    /// `generations` is `None` outside multi-host mode), or, in multi-host mode, an
+    /// implementation whose spawns fail when several daemons manage the job
+    /// ([`crate::launcher::Capabilities::spawn_across_daemons`]). The job then
+    /// relaunches from a checkpoint instead.
+    fn spawn_refused(
+        &self,
+        plan: &Plan,
+        placement: &Placement,
+        generations: Option<&[u32]>,
+    ) -> Option<String> {
+        let capabilities = self.launcher().capabilities();
+        let title = self.launcher().implementation().title();
+        if let (false, Some(generations)) = (capabilities.spawn_onto_left_host, generations) {
+            let targets = plan.moves.iter().map(|m| m.to.node.as_str());
+            let hazards = self.history.hazards(placement, generations, targets);
+            if let Some(hazard) = hazards.first() {
+                return Some(format!("{title} {hazard}"));
+            }
+        }
+        if !capabilities.spawn_across_daemons && self.settings.multi_host() {
+            return Some(format!(
+                "{title} cannot spawn processes while the job runs under one runtime daemon per host (its spawns crash a daemon when several are involved)"
+            ));
+        }
+        None
     }
 
     /// Multi-host mode: the generation of every rank's process (on every rank), noted in
@@ -104,8 +127,8 @@ impl Job {
         Some(all)
     }
 
-    /// Instead of spawning (which would abort the job, see [`super::history`]): a
-    /// checkpoint of every rank now, a request to `rankmig run` to launch the job again
+    /// Instead of spawning (which would abort the job or crash a daemon, see
+    /// [`Job::spawn_refused`]): a checkpoint of every rank now, a request to `rankmig run` to launch the job again
     /// from it with a placement for the current availability, and every process ends.
     /// Collective.
     fn relaunch<T: Serialize>(
