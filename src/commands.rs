@@ -580,6 +580,10 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
         spec.run_dir.display()
     );
     if code != 0 {
+        eprintln!(
+            "rankmig: {}",
+            rankmig::supervisor::progress::next_step(&spec)
+        );
         return Err(CliError::JobFailed(code));
     }
     Ok(())

@@ -414,6 +414,11 @@ fn killed_node() -> Result<(), Hung> {
         !out.status.success(),
         "the job should abort when a node vanishes"
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("resume it with `rankmig run --restart"),
+        "no next step in: {stderr}"
+    );
     // n2 is gone for good; restart with a placement for the new availability.
     set_availability(d, "n1 2\nn3 2\nn4 2\nn5 2\n");
     let mut restart = rankmig();
@@ -439,6 +444,75 @@ fn killed_node() -> Result<(), Hung> {
         .map(|e| fs::read_to_string(e.path()).unwrap())
         .expect("restart placement recorded");
     assert!(!restart_placement.contains(" n2 "), "{restart_placement}");
+    Ok(())
+}
+
+#[test]
+fn a_rank_killed_during_a_spawn_stops_the_job_which_restarts_from_before_the_migration() {
+    let _lock = mpi_lock();
+    retry_on_hang(killed_during_spawn);
+}
+
+/// The replacement processes start 2 s late (a wrapper sleeps before it runs the
+/// program); meanwhile an original rank is SIGKILLed. The job must stop, say how to
+/// resume, and `--restart` must go on from the checkpoint every rank committed before
+/// the spawn, placed for the edited availability, with a plain run's result.
+fn killed_during_spawn() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let spawning = d.join("spawning");
+    let spawned = d.join("slow-start");
+    let script = format!(
+        "#!/bin/sh\ntouch '{}'\nsleep 2\nexec '{}' \"$@\"\n",
+        spawning.display(),
+        jacobi().display()
+    );
+    fs::write(&spawned, script).unwrap();
+    fs::set_permissions(
+        &spawned,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    set_availability(d, "n1 4\nn2 4\n");
+    let job = start(d, &[("RANKMIG_SPAWN_PROGRAM", spawned.to_str().unwrap())]);
+    wait_for("the first availability check", || first_check_done(d))?;
+    set_availability(d, "n1 4\nn3 4\n");
+    wait_for("the spawn", || spawning.exists())?;
+    let victim = processes(d)
+        .iter()
+        .find(|p| p.0 == 1 && p.3 == "start")
+        .map(|p| p.1)
+        .expect("rank 1 started");
+    let _ = Command::new("kill")
+        .args(["-KILL", &victim.to_string()])
+        .status();
+    let out = job.finish()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("resume it with `rankmig run --restart"),
+        "no next step in: {stderr}"
+    );
+    let mut restart = rankmig();
+    restart
+        .current_dir(d)
+        .args(["run", "--restart", "run"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let restarted = Job(Some(restart.spawn().expect("restart runs")));
+    wait_for("the restart", || {
+        processes(d).iter().filter(|p| p.3 == "start").count() >= 2 * RANKS
+    })?;
+    let out = stop_and_finish(restarted, d)?;
+    assert_result_of_a_plain_run(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("restored epoch"), "{stderr}");
+    let finished: Vec<_> = processes(d)
+        .into_iter()
+        .filter(|p| p.3 == "finish")
+        .collect();
+    assert_eq!(finished.len(), RANKS, "{finished:?}");
+    assert!(finished.iter().all(|p| p.2 != "n2"), "{finished:?}");
     Ok(())
 }
 

@@ -167,3 +167,27 @@ mod tests {
         assert!(reader.new_lines().is_empty(), "a record is reported once");
     }
 }
+
+/// What to run after a job that did not finish: resume it from its newest complete
+/// checkpoint with `rankmig run --restart`, or, without one, run it again.
+pub fn next_step(spec: &RunSpec) -> String {
+    let newest = crate::checkpoint::inspect(&spec.ckpt_dir, false)
+        .ok()
+        .and_then(|r| {
+            r.epochs
+                .into_iter()
+                .find(|e| e.is_complete() && !e.is_damaged())
+        });
+    match newest {
+        Some(epoch) => format!(
+            "the job did not finish; its newest complete checkpoint is epoch {} in {}: resume it with `rankmig run --restart {}` (a host that is gone for good must first leave the availability file)",
+            epoch.epoch,
+            spec.ckpt_dir.display(),
+            spec.run_dir.display()
+        ),
+        None => format!(
+            "the job did not finish and {} holds no complete checkpoint: run it again from its start",
+            spec.ckpt_dir.display()
+        ),
+    }
+}
