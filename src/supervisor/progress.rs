@@ -147,27 +147,6 @@ fn ranges(ranks: &[usize]) -> String {
     crate::topology::format_index_list(&as_u32)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_recorded_migration_becomes_one_line_with_its_moves() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let d = dir.path();
-        let mut reader = ProgressReader::new(d);
-        assert!(reader.new_lines().is_empty());
-        let record = r#"{"index":1,"iteration":120,"at_seconds":3.0,"change":"removed n1 (had 2 cores)","nodes":2,"outcome":"migrated","detail":null,"moves":2,"minimum_moves":2,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.004,"phases":{"spawn":0.5,"transfer":0.01,"rebuild":0.002},"state_bytes":10,"moved":[{"rank":0,"from":"n1","to":"n3"},{"rank":1,"from":"n1","to":"n3"}]}"#;
-        std::fs::write(d.join("reconfigurations.jsonl"), format!("{record}\n")).expect("r");
-        let lines = reader.new_lines();
-        assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(lines[0].contains("iteration 120"), "{}", lines[0]);
-        assert!(lines[0].contains("n1 -> n3: ranks 0-1"), "{}", lines[0]);
-        assert!(lines[0].contains("spawn 500 ms"), "{}", lines[0]);
-        assert!(reader.new_lines().is_empty(), "a record is reported once");
-    }
-}
-
 /// What to run after a job that did not finish: resume it from its newest complete
 /// checkpoint with `rankmig run --restart`, or, without one, run it again.
 pub fn next_step(spec: &RunSpec) -> String {
@@ -189,5 +168,26 @@ pub fn next_step(spec: &RunSpec) -> String {
             "the job did not finish and {} holds no complete checkpoint: run it again from its start",
             spec.ckpt_dir.display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_migration_becomes_one_line_with_its_moves() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let mut reader = ProgressReader::new(d);
+        assert!(reader.new_lines().is_empty());
+        let record = r#"{"index":1,"iteration":120,"at_seconds":3.0,"change":"removed n1 (had 2 cores)","nodes":2,"outcome":"migrated","detail":null,"moves":2,"minimum_moves":2,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.004,"phases":{"spawn":0.5,"transfer":0.01,"rebuild":0.002},"state_bytes":10,"moved":[{"rank":0,"from":"n1","to":"n3"},{"rank":1,"from":"n1","to":"n3"}]}"#;
+        std::fs::write(d.join("reconfigurations.jsonl"), format!("{record}\n")).expect("r");
+        let lines = reader.new_lines();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("iteration 120"), "{}", lines[0]);
+        assert!(lines[0].contains("n1 -> n3: ranks 0-1"), "{}", lines[0]);
+        assert!(lines[0].contains("spawn 500 ms"), "{}", lines[0]);
+        assert!(reader.new_lines().is_empty(), "a record is reported once");
     }
 }
