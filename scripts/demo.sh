@@ -14,8 +14,7 @@
 # four back at once. Each edit waits for the job to have carried out the previous one.
 # On the emulated cluster with Open MPI, step 5 is carried out by a relaunch from a
 # checkpoint (Open MPI 4.1 and 5 cannot spawn onto hosts whose daemon forgot a launch of
-# the job; see README); MPICH would carry it out live, but with MPICH 5.0.2 hydra ended
-# the demo's job at an earlier step here (README, "MPI implementations").
+# the job; see README); MPICH carries it out live.
 # The job runs until the fifth step has been carried out, whatever the machine's speed:
 # the steps are paced by wall time (DEMO_STEP_SECONDS of computation between two steps),
 # then the script stops the job through the Jacobi example's --stop-file and compares its

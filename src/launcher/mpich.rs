@@ -19,7 +19,9 @@
 //!   setting: binding"), so no binding option is given (hydra binds nothing by default).
 //! - A replaced rank that exits without `MPI_Finalize` ends the job ("BAD TERMINATION
 //!   ... EXIT CODE: 9"); it calls `MPI_Finalize`, made non-collective by
-//!   `MPIR_CVAR_NO_COLLECTIVE_FINALIZE=1`, then exits.
+//!   `MPIR_CVAR_NO_COLLECTIVE_FINALIZE=1`, then exits with `exit` (MPICH 5.0 sends
+//!   `PMI_Finalize` from an `atexit` handler; after `_exit` hydra's proxy SIGKILLed
+//!   the ranks it still ran, see `migrate::job::leave_now`).
 //! - The agent is `HYDRA_LAUNCHER=ssh` with `HYDRA_LAUNCHER_EXEC=AGENT`, one executable
 //!   path (hydra does not split it into words), called as `AGENT -x HOST "COMMAND"`.
 //! - Its failure messages name a lost host as `RUNNING AT HOST` or `connect to host HOST`.

@@ -495,6 +495,16 @@ fn implementation_of_library() -> MpiImplementation {
 /// expects ([`Departure`]): Open MPI's processes exit without `MPI_Finalize` (which
 /// would wait for the whole job, or crash), the launch options allowing it; MPICH's
 /// call a non-collective `MPI_Finalize` first (an exit without it ends the job).
+///
+/// MPICH 5.0's `MPI_Finalize` leaves the process manager's connection open: its
+/// `PMI_Finalize` runs in an `atexit` handler (`MPIR_pmi_finalize_on_exit`), which
+/// `_exit` skips. hydra's proxy then sees the PMI socket of a rank close without a
+/// finalize and, unless it has already reaped that rank, SIGKILLs every process it
+/// runs ("BAD TERMINATION ... EXIT CODE: 9" for a neighbour still leaving), and
+/// `mpiexec` ends the job. So after `MPI_Finalize` the process ends with `exit`, which
+/// runs the `atexit` handlers, called from a thread of its own: `exit` also runs the
+/// calling thread's thread-local destructors, and this thread's (the C interface keeps
+/// its job in one) would free communicators after `MPI_Finalize`.
 pub(super) fn leave_now(departure: Departure) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
@@ -503,10 +513,19 @@ pub(super) fn leave_now(departure: Departure) -> ! {
         // SAFETY: MPI is initialised; the process exits right after, so no handle is
         // used again.
         unsafe { mpi::ffi::MPI_Finalize() };
+        // SAFETY: exit(3) ends the process; this thread waits for it, its
+        // thread-local values untouched.
+        let exiting = std::thread::Builder::new()
+            .name("rankmig-exit".into())
+            .spawn(|| unsafe { libc::exit(0) });
+        if exiting.is_ok() {
+            loop {
+                std::thread::park();
+            }
+        }
     }
     // _exit, not exit: exit would run thread-local destructors (the C interface keeps
-    // its job in one), which free communicators, after MPI_Finalize with MPICH. C's
-    // stdio buffers are flushed first.
+    // its job in one), which free communicators. C's stdio buffers are flushed first.
     // SAFETY: fflush(NULL) flushes every C stream; _exit ends the process.
     unsafe {
         libc::fflush(std::ptr::null_mut());
