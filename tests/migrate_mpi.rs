@@ -221,12 +221,7 @@ fn hung_spawn() -> Result<(), Hung> {
         starts.display(),
         jacobi().display()
     );
-    fs::write(&spawned, script).unwrap();
-    fs::set_permissions(
-        &spawned,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    write_script(&spawned, &script);
     set_availability(d, "n1 4\nn2 4\n");
     let args = stoppable(d);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -421,13 +416,7 @@ fn killed_node() -> Result<(), Hung> {
     );
     // n2 is gone for good; restart with a placement for the new availability.
     set_availability(d, "n1 2\nn3 2\nn4 2\nn5 2\n");
-    let mut restart = rankmig();
-    restart
-        .current_dir(d)
-        .args(["run", "--restart", "run"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let restarted = Job(Some(restart.spawn().expect("restart runs")));
+    let restarted = restart(d);
     wait_for("the restart", || {
         processes(d).iter().filter(|p| p.3 == "start").count() >= 2 * RANKS
     })?;
@@ -467,12 +456,7 @@ fn killed_during_spawn() -> Result<(), Hung> {
         spawning.display(),
         jacobi().display()
     );
-    fs::write(&spawned, script).unwrap();
-    fs::set_permissions(
-        &spawned,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    write_script(&spawned, &script);
     set_availability(d, "n1 4\nn2 4\n");
     let job = start(d, &[("RANKMIG_SPAWN_PROGRAM", spawned.to_str().unwrap())]);
     wait_for("the first availability check", || first_check_done(d))?;
@@ -493,13 +477,7 @@ fn killed_during_spawn() -> Result<(), Hung> {
         stderr.contains("resume it with `rankmig run --restart"),
         "no next step in: {stderr}"
     );
-    let mut restart = rankmig();
-    restart
-        .current_dir(d)
-        .args(["run", "--restart", "run"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let restarted = Job(Some(restart.spawn().expect("restart runs")));
+    let restarted = restart(d);
     wait_for("the restart", || {
         processes(d).iter().filter(|p| p.3 == "start").count() >= 2 * RANKS
     })?;
@@ -514,6 +492,22 @@ fn killed_during_spawn() -> Result<(), Hung> {
     assert_eq!(finished.len(), RANKS, "{finished:?}");
     assert!(finished.iter().all(|p| p.2 != "n2"), "{finished:?}");
     Ok(())
+}
+
+/// Writes the shell script `text` to `path`, executable.
+fn write_script(path: &Path, text: &str) {
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+/// `rankmig run --restart run` in `dir`, in the background.
+fn restart(dir: &Path) -> Job {
+    let mut cmd = rankmig();
+    cmd.current_dir(dir)
+        .args(["run", "--restart", "run"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    Job(Some(cmd.spawn().expect("restart runs")))
 }
 
 fn committed(ckpt: &Path) -> bool {
