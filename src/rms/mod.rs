@@ -408,6 +408,28 @@ mod tests {
     }
 
     #[test]
+    fn an_availability_file_caps_each_node_and_a_node_it_leaves_out_offers_nothing() {
+        let allocation = Allocation::from_slurm("n[1-3]", Some("3(x3)")).unwrap();
+        let statuses: Vec<NodeStatus> = ["n1", "n2", "n3"]
+            .iter()
+            .map(|n| NodeStatus {
+                name: (*n).into(),
+                state: "mixed".into(),
+                reason: "none".into(),
+            })
+            .collect();
+        let cap = Availability::parse("n1 2\nn2 8\n", "cap", Default::default()).unwrap();
+        let offers = node_offers(&allocation, &statuses, &[], Some(&cap), 0, 300).unwrap();
+        let cores: Vec<usize> = offers.iter().map(|o| o.cores).collect();
+        assert_eq!(cores, [2, 3, 0]);
+        let missing = node_offers(&allocation, &statuses[..2], &[], None, 0, 300);
+        assert!(
+            matches!(missing, Err(RmsError::MissingNode { ref node, .. }) if node == "n3"),
+            "{missing:?}"
+        );
+    }
+
+    #[test]
     fn a_maintenance_window_counts_only_within_the_lead_and_before_its_end() {
         let status = NodeStatus {
             name: "n1".into(),
