@@ -516,7 +516,7 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
     use rankmig::allocation::Allocation;
     use rankmig::supervisor::launch::{RunSpec, absolute, load_spec};
     let (mut spec, restart) = match &args.restart {
-        Some(dir) => (load_spec(dir)?, true),
+        Some(dir) => (follow_current_slurm_job(load_spec(dir)?)?, true),
         None => {
             let run_dir = absolute(&args.run_dir);
             let allocation = match &args.hostfile {
@@ -587,6 +587,33 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
         return Err(CliError::JobFailed(code));
     }
     Ok(())
+}
+
+/// A run restarted with `--rms slurm` inside another Slurm job than the one it ran in
+/// (a new `salloc` after the old allocation ended) follows the new job: its id, its
+/// allocation, nothing released yet.
+fn follow_current_slurm_job(
+    mut spec: rankmig::supervisor::launch::RunSpec,
+) -> Result<rankmig::supervisor::launch::RunSpec, CliError> {
+    let Some(rms) = spec.rms.as_mut() else {
+        return Ok(spec);
+    };
+    let Ok(job_id) = std::env::var("SLURM_JOB_ID") else {
+        return Ok(spec);
+    };
+    if job_id != rms.job_id {
+        let allocation =
+            rankmig::allocation::Allocation::from_batch_environment(|k| std::env::var(k).ok())?;
+        log::info!(
+            "restarting in Slurm job {job_id} (the run was in job {})",
+            rms.job_id
+        );
+        rms.job_id = job_id;
+        spec.allocation = allocation.or(spec.allocation);
+        spec.released_hosts.clear();
+        spec.lost_hosts.clear();
+    }
+    Ok(spec)
 }
 
 /// The `--rms` settings of `rankmig run`: the Slurm job this runs in, whose allocation
