@@ -3,10 +3,10 @@
 //!
 //! Every check interval [`RmsWatch::poll`] asks Slurm ([`crate::rms::slurm`]) for the
 //! state of the allocation's nodes and the maintenance reservations, computes each
-//! node's offer ([`crate::rms::node_offers`]) and, when it changed, replaces
-//! `RUN_DIR/rms-availability` in one rename (written and synced beside it first), so the ranks never read half a file. Each
-//! change is logged with the node and Slurm's reason (`n3 drained: fan failure`); the
-//! ranks then log what moved. A Slurm command that fails or hangs is logged once, and
+//! node's offer ([`crate::rms::node_offers`]) and, when a node's core count changed,
+//! replaces `RUN_DIR/rms-availability` in one rename (written and synced beside it
+//! first), so the ranks never read half a file. Each change is logged with the node and
+//! Slurm's reason (`n3 drained: fan failure`); the ranks then log what moved. A Slurm command that fails or hangs is logged once, and
 //! the file stays as it was: the job keeps its placement.
 //!
 //! With `--rms-release`, a node Slurm wants back that no rank runs on any more is
