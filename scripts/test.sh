@@ -13,7 +13,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# tests/slurm_rms.rs fails, rather than skips, when the emulated Slurm cannot start.
+# tests/slurm_rms.rs fails, rather than skips, when the emulated Slurm cannot start (on a
+# machine that allows UTS namespaces; without them it skips and says so).
 export RANKMIG_REQUIRE_SLURM=1
 failed=()
 step() {
