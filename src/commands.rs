@@ -598,7 +598,7 @@ fn follow_current_slurm_job(
     let Some(rms) = spec.rms.as_mut() else {
         return Ok(spec);
     };
-    let Ok(job_id) = std::env::var("SLURM_JOB_ID") else {
+    let Some(job_id) = rankmig::rms::slurm::current_job() else {
         return Ok(spec);
     };
     if job_id != rms.job_id {
@@ -628,7 +628,8 @@ fn rms_settings(
         return Ok(None);
     };
     let not_in_job = |variable| CliError::Launch(LaunchError::Rms(RmsError::NotInJob(variable)));
-    let job_id = std::env::var("SLURM_JOB_ID").map_err(|_| not_in_job("SLURM_JOB_ID"))?;
+    let job_id = rankmig::rms::slurm::current_job()
+        .ok_or_else(|| not_in_job(rankmig::rms::slurm::ENV_JOB_ID))?;
     if allocation.is_none() {
         return Err(not_in_job("SLURM_JOB_NODELIST"));
     }

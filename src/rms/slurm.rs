@@ -25,6 +25,19 @@ use std::time::Duration;
 use super::{COMMAND_TIMEOUT, NodeStatus, Reservation, RmsError, output_within};
 use crate::allocation::{Allocation, expand_counts, expand_hostlist};
 
+/// The variable naming the Slurm job this process runs in.
+pub const ENV_JOB_ID: &str = "SLURM_JOB_ID";
+
+/// The variable giving the tasks per node of the Slurm job (`2,3(x2)`).
+pub const ENV_TASKS_PER_NODE: &str = "SLURM_TASKS_PER_NODE";
+
+/// The Slurm job this process runs in ([`ENV_JOB_ID`]), if any.
+pub fn current_job() -> Option<String> {
+    std::env::var(ENV_JOB_ID)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+}
+
 /// The `sinfo` output format: node, long state, reason.
 const SINFO_FORMAT: &str = "%N|%T|%E";
 
@@ -139,7 +152,7 @@ pub fn shrunk_job_environment(
         ("SLURM_JOB_NUM_NODES".into(), count.clone()),
         ("SLURM_NNODES".into(), count),
         ("SLURM_JOB_CPUS_PER_NODE".into(), join(&|k| k.1.to_string())),
-        ("SLURM_TASKS_PER_NODE".into(), join(&|k| k.2.to_string())),
+        (ENV_TASKS_PER_NODE.into(), join(&|k| k.2.to_string())),
     ]
 }
 

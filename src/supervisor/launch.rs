@@ -362,13 +362,34 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
         user_args: &user_args,
         program: &spec.program,
     });
-    if std::env::var_os("SLURM_JOB_ID").is_some() {
-        cmd.envs(launcher.slurm_settings(&|k| std::env::var(k).ok()));
-    }
+    cmd.envs(slurm_environment(spec));
     // The binary sets it for its own error messages; in the ranks it would make every
     // topology load redirect their standard error for a moment.
     cmd.env_remove("HWLOC_SYNTHETIC_VERBOSE");
     Ok(cmd)
+}
+
+/// The variables a launch inside a Slurm job adds: the launcher's own Slurm setting,
+/// and, once hosts were released (`--rms-release`), the Slurm variables of the smaller
+/// job. None outside a Slurm job.
+fn slurm_environment(spec: &RunSpec) -> Vec<(String, String)> {
+    use crate::rms::slurm;
+    let get = |k: &str| std::env::var(k).ok();
+    if slurm::current_job().is_none() {
+        return Vec::new();
+    }
+    let mut vars = spec.launcher().slurm_settings(&get);
+    if let (Some(_), Some(allocation)) = (&spec.rms, &spec.allocation) {
+        if !spec.released_hosts.is_empty() {
+            let tasks = get(slurm::ENV_TASKS_PER_NODE);
+            vars.extend(slurm::shrunk_job_environment(
+                allocation,
+                &spec.released_hosts,
+                tasks.as_deref(),
+            ));
+        }
+    }
+    vars
 }
 
 /// Launches from a checkpoint already made in `run_dir` (its `placement-restart-*`

@@ -72,7 +72,7 @@ impl HostProbe {
             .ok()
             .or_else(|| launcher.agent_in_env())
             .or_else(|| {
-                std::env::var_os("SLURM_JOB_ID").map(|_| crate::rms::slurm::PROBE_AGENT.to_owned())
+                crate::rms::slurm::current_job().map(|_| crate::rms::slurm::PROBE_AGENT.to_owned())
             });
         Self::from_agent(agent.as_deref())
     }

@@ -146,8 +146,8 @@ fn launch_until_done(
     Ok(outcome)
 }
 
-/// One launch, after taking the hosts released so far into `spec` and telling the
-/// resource-manager watch where this launch's process events start.
+/// One launch, after releasing the hosts that wait for it and taking the hosts released
+/// so far into `spec`.
 fn launch_shared(
     spec: &mut RunSpec,
     restart: bool,
@@ -156,9 +156,6 @@ fn launch_shared(
     if let (Some(settings), Some(allocation)) = (&spec.rms, &spec.allocation) {
         spec.released_hosts = shared.release_waiting(settings, allocation, &spec.run_dir);
     }
-    shared
-        .mark
-        .store(processes_mark(&spec.run_dir), Ordering::SeqCst);
     launch_once(spec, restart, shared)
 }
 
@@ -183,16 +180,6 @@ pub fn launch_once(
     shared: &Arc<LaunchShared>,
 ) -> Result<LaunchOutcome, LaunchError> {
     let mut cmd = prepare(spec, restart)?;
-    if let (Some(_), Some(allocation)) = (&spec.rms, &spec.allocation) {
-        if !spec.released_hosts.is_empty() {
-            let tasks = std::env::var("SLURM_TASKS_PER_NODE").ok();
-            cmd.envs(crate::rms::slurm::shrunk_job_environment(
-                allocation,
-                &spec.released_hosts,
-                tasks.as_deref(),
-            ));
-        }
-    }
     supervise(&mut cmd, spec, Arc::clone(shared))
 }
 
@@ -205,6 +192,7 @@ fn supervise(
     cmd.process_group(0).stderr(Stdio::piped());
     let launcher = spec.launcher();
     let mark = processes_mark(&spec.run_dir);
+    shared.mark.store(mark, Ordering::SeqCst);
     let launch_error = |source| LaunchError::Launcher {
         program: launcher.program(),
         source,
@@ -221,19 +209,7 @@ fn supervise(
             for signal in signals.forever() {
                 received.store(signal, Ordering::SeqCst);
                 log::warn!("signal {signal} received: stopping the job");
-                // SAFETY: kill(2) on the pid of our own child.
-                unsafe { libc::kill(pid, signal) };
-                let deadline = Instant::now() + STOP_GRACE;
-                while Instant::now() < deadline && alive(pid) {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                if alive(pid) {
-                    log::warn!(
-                        "{} did not stop the job: killing every process of it",
-                        launcher.program()
-                    );
-                    kill_tree(pid as u32);
-                }
+                stop_launcher(launcher, pid, signal);
             }
         })
     };
@@ -277,7 +253,7 @@ fn supervise(
                     releasing = true;
                     let why = format!("handing {} back to Slurm", release.join(","));
                     request_relaunch(&run_dir, &why);
-                    stop_launcher(pid);
+                    stop_launcher(launcher, pid, SIGTERM);
                 }
                 std::thread::sleep(PROGRESS_POLL);
             }
@@ -370,17 +346,21 @@ fn relaunch_after_stall(run_dir: &Path, pid: i32, stall: &Stall) {
     kill_tree(pid as u32);
 }
 
-/// Stops the launcher `pid` as a signal would: SIGTERM, so it ends its daemons and
-/// ranks itself (under Slurm, its job step); after [`STOP_GRACE`], it and every process
-/// below it are killed.
-fn stop_launcher(pid: i32) {
+/// Stops the launcher `pid` with `signal`, so it ends its daemons and ranks itself
+/// (under Slurm, its job step); after [`STOP_GRACE`], it and every process below it
+/// are killed.
+fn stop_launcher(launcher: &dyn Launcher, pid: i32, signal: i32) {
     // SAFETY: kill(2) on the pid of our own child.
-    unsafe { libc::kill(pid, SIGTERM) };
+    unsafe { libc::kill(pid, signal) };
     let deadline = Instant::now() + STOP_GRACE;
     while Instant::now() < deadline && alive(pid) {
         std::thread::sleep(Duration::from_millis(100));
     }
     if alive(pid) {
+        log::warn!(
+            "{} did not stop the job: killing every process of it",
+            launcher.program()
+        );
         kill_tree(pid as u32);
     }
 }
