@@ -1,6 +1,6 @@
 //! Slurm, asked through its own commands: `sinfo` for the state of the job's nodes,
 //! `scontrol show reservation` for maintenance windows, `scontrol update JobId=…
-//! NodeList=…` to hand nodes back, `squeue` for the job's node list.
+//! NodeList=…` to hand nodes back.
 //!
 //! Every command runs with a timeout ([`super::COMMAND_TIMEOUT`]); a command that fails
 //! or hangs is an error the caller reports, and the job keeps its placement.
@@ -20,7 +20,6 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use super::{COMMAND_TIMEOUT, NodeStatus, Reservation, RmsError, output_within};
 use crate::allocation::{Allocation, expand_counts, expand_hostlist};
@@ -45,26 +44,11 @@ const SINFO_FORMAT: &str = "%N|%T|%E";
 /// probing hosts ([`crate::supervisor::probe`]): the host name and the command follow.
 pub const PROBE_AGENT: &str = "srun --overlap --nodes=1 --ntasks=1 --quiet --nodelist";
 
-/// Slurm's client commands, each given `timeout` to answer.
-#[derive(Debug, Clone, Copy)]
-pub struct Slurm {
-    timeout: Duration,
-}
-
-impl Default for Slurm {
-    fn default() -> Self {
-        Self {
-            timeout: COMMAND_TIMEOUT,
-        }
-    }
-}
+/// Slurm's client commands, each given [`COMMAND_TIMEOUT`] to answer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Slurm;
 
 impl Slurm {
-    /// Slurm's commands, each with at most `timeout` to answer.
-    pub fn with_timeout(timeout: Duration) -> Self {
-        Self { timeout }
-    }
-
     /// The state of each node of `nodes` (`sinfo -N -n …`).
     pub fn node_states(&self, nodes: &[String]) -> Result<Vec<NodeStatus>, RmsError> {
         let mut sinfo = Command::new("sinfo");
@@ -72,7 +56,7 @@ impl Slurm {
             .args(["--noheader", "--Node", "--nodes"])
             .arg(nodes.join(","))
             .args(["--format", SINFO_FORMAT]);
-        parse_node_states(&output_within(&mut sinfo, self.timeout)?)
+        parse_node_states(&output_within(&mut sinfo, COMMAND_TIMEOUT)?)
     }
 
     /// Every reservation (`scontrol show reservation`), times in Unix seconds.
@@ -81,20 +65,7 @@ impl Slurm {
         scontrol
             .args(["--oneliner", "show", "reservation"])
             .env("SLURM_TIME_FORMAT", "%s");
-        parse_reservations(&output_within(&mut scontrol, self.timeout)?)
-    }
-
-    /// The nodes of job `job_id` now (`squeue -j`).
-    pub fn job_nodes(&self, job_id: &str) -> Result<Vec<String>, RmsError> {
-        let mut squeue = Command::new("squeue");
-        squeue.args(["--noheader", "--jobs", job_id, "--format", "%N"]);
-        let text = output_within(&mut squeue, self.timeout)?;
-        let list = text.trim();
-        expand_hostlist(list).map_err(|reason| RmsError::Output {
-            command: "squeue".into(),
-            line: list.to_owned(),
-            reason,
-        })
+        parse_reservations(&output_within(&mut scontrol, COMMAND_TIMEOUT)?)
     }
 
     /// Shrinks job `job_id` to the nodes `keep` (`scontrol update JobId=… NodeList=…`):
@@ -107,7 +78,7 @@ impl Slurm {
             .arg("update")
             .arg(format!("JobId={job_id}"))
             .arg(format!("NodeList={}", keep.join(",")));
-        output_within(&mut scontrol, self.timeout).map(drop)
+        output_within(&mut scontrol, COMMAND_TIMEOUT).map(drop)
     }
 }
 

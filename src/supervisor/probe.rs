@@ -16,8 +16,8 @@
 //! set `RANKMIG_PROBE_AGENT=none` there (then only hosts named in the launcher's
 //! messages count as lost).
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// How long a host has to answer.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -111,36 +111,16 @@ impl HostProbe {
         let Some((program, args)) = self.agent.split_first() else {
             return true;
         };
-        let child = Command::new(program)
-            .args(args)
-            .args([host, "true"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let Ok(mut child) = child else {
-            return false;
-        };
-        let deadline = Instant::now() + self.timeout;
-        loop {
-            match child.try_wait() {
-                Ok(Some(status)) => return status.success(),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return false;
-                }
-            }
-        }
+        let mut command = Command::new(program);
+        command.args(args).args([host, "true"]);
+        crate::rms::output_within(&mut command, self.timeout).is_ok()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn a_host_answers_when_the_agent_runs_true_there() {

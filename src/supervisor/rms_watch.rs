@@ -112,7 +112,7 @@ fn release_with_retries(
 ) -> Result<(), RmsError> {
     let mut attempt = 1;
     loop {
-        match Slurm::default().release(&settings.job_id, keep, run_dir) {
+        match Slurm.release(&settings.job_id, keep, run_dir) {
             Err(e) if attempt < RELEASE_ATTEMPTS => {
                 log::debug!("slurm: release attempt {attempt} failed: {e}");
                 attempt += 1;
@@ -134,7 +134,6 @@ pub struct RmsWatch {
     allocation: Allocation,
     run_dir: PathBuf,
     ranks: usize,
-    slurm: Slurm,
     shared: Arc<LaunchShared>,
     /// The offers last written (with the reasons of that time).
     written: Option<Vec<RmsOffer>>,
@@ -156,7 +155,6 @@ impl RmsWatch {
             allocation: allocation.clone(),
             run_dir: spec.run_dir.clone(),
             ranks: spec.ranks,
-            slurm: Slurm::default(),
             shared,
             written: None,
             failing: None,
@@ -219,8 +217,8 @@ impl RmsWatch {
             Some(path) => Some(Availability::load(path, AvailabilityFormat::Auto)?),
             None => None,
         };
-        let statuses = self.slurm.node_states(&self.allocation.host_names())?;
-        let reservations = self.slurm.reservations()?;
+        let statuses = Slurm.node_states(&self.allocation.host_names())?;
+        let reservations = Slurm.reservations()?;
         let mut offers = node_offers(
             &self.allocation,
             &statuses,
