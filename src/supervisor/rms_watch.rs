@@ -6,16 +6,17 @@
 //! node's offer ([`crate::rms::node_offers`]) and, when a node's core count changed,
 //! replaces `RUN_DIR/rms-availability` in one rename (written and synced beside it
 //! first), so the ranks never read half a file. Each change is logged with the node and
-//! Slurm's reason (`n3 drained: fan failure`); the ranks then log what moved. A Slurm command that fails or hangs is logged once, and
-//! the file stays as it was: the job keeps its placement.
+//! Slurm's reason (`n3 drained: fan failure`); the ranks then log what moved. A Slurm
+//! command that fails or hangs is logged once, and the file stays as it was: the job
+//! keeps its placement.
 //!
 //! With `--rms-release`, a node Slurm wants back that no rank runs on any more is
 //! released from the job's allocation (`scontrol update JobId=… NodeList=…`); it is then
 //! never used again by this run ([`RunSpec::released_hosts`]). Slurm ends the job's
-//! processes on a released node, the launcher's daemon among them, and that ends or
-//! breaks the launch (Open MPI 4.1 ends the job; with `--enable-recovery` it went on,
-//! then force-terminated at the next spawn). So the supervisor stops the launch, releases
-//! the node, and launches the job again from its newest complete checkpoint.
+//! processes on a released node, the launcher's daemon among them, which ends or breaks
+//! the launch (measured: README, "Running under Slurm"). So the supervisor stops the
+//! launch, releases the node, and launches the job again from its newest complete
+//! checkpoint.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
