@@ -103,6 +103,43 @@ pub fn processes_mark(run_dir: &Path) -> u64 {
     std::fs::metadata(run_dir.join(PROCESSES)).map_or(0, |m| m.len())
 }
 
+/// One line of [`PROCESSES`]: `rank,pid,node,core,event,cpus`.
+struct ProcessEvent<'a> {
+    rank: usize,
+    pid: &'a str,
+    node: &'a str,
+    event: &'a str,
+}
+
+impl<'a> ProcessEvent<'a> {
+    /// The event of `line`; `None` for a line that is not one.
+    fn parse(line: &'a str) -> Option<Self> {
+        let mut fields = line.split(',');
+        let rank = fields.next()?.parse().ok()?;
+        let pid = fields.next()?;
+        let node = fields.next()?;
+        let event = fields.nth(1)?;
+        Some(Self {
+            rank,
+            pid,
+            node,
+            event,
+        })
+    }
+
+    /// The process ended (or left) with this event.
+    fn ends(&self) -> bool {
+        matches!(self.event, "left" | "finish" | "end" | "relaunch")
+    }
+}
+
+/// The process events written to `run_dir`'s [`PROCESSES`] after `mark`, as text.
+fn events_after(run_dir: &Path, mark: u64) -> Option<String> {
+    let text = std::fs::read(run_dir.join(PROCESSES)).ok()?;
+    let new = text.get(usize::try_from(mark).ok()?..)?;
+    Some(String::from_utf8_lossy(new).into_owned())
+}
+
 /// The ranks of `0..ranks` that have not ended (no `finish`, `end` nor `relaunch` event)
 /// among the process events written after `mark`; `None` when nothing was written
 /// after it (a program that does not run a rankmig job).
@@ -115,21 +152,15 @@ pub fn processes_mark(run_dir: &Path) -> u64 {
 /// assert_eq!(unended_ranks(dir.path(), 1000, 2), None);
 /// ```
 pub fn unended_ranks(run_dir: &Path, mark: u64, ranks: usize) -> Option<Vec<usize>> {
-    let text = std::fs::read(run_dir.join(PROCESSES)).ok()?;
-    let new = text.get(usize::try_from(mark).ok()?..)?;
-    let new = String::from_utf8_lossy(new);
+    let new = events_after(run_dir, mark)?;
     if new.trim().is_empty() {
         return None;
     }
     let mut ended = vec![false; ranks];
-    for line in new.lines() {
-        let fields: Vec<&str> = line.split(',').collect();
-        let (Some(rank), Some(event)) = (fields.first(), fields.get(4)) else {
-            continue;
-        };
-        if let (Ok(r), "finish" | "end" | "relaunch") = (rank.parse::<usize>(), *event) {
-            if let Some(e) = ended.get_mut(r) {
-                *e = true;
+    for e in new.lines().filter_map(ProcessEvent::parse) {
+        if matches!(e.event, "finish" | "end" | "relaunch") {
+            if let Some(ended) = ended.get_mut(e.rank) {
+                *ended = true;
             }
         }
     }
@@ -150,37 +181,23 @@ pub fn unended_ranks(run_dir: &Path, mark: u64, ranks: usize) -> Option<Vec<usiz
 /// assert_eq!(nodes_with_ranks(dir.path(), 0, 3), None);
 /// ```
 pub fn nodes_with_ranks(run_dir: &Path, mark: u64, ranks: usize) -> Option<Vec<String>> {
-    let text = std::fs::read(run_dir.join(PROCESSES)).ok()?;
-    let new = String::from_utf8_lossy(text.get(usize::try_from(mark).ok()?..)?).into_owned();
-    let mut running: Vec<(usize, &str, &str)> = Vec::new();
+    let new = events_after(run_dir, mark)?;
+    let mut running: Vec<ProcessEvent> = Vec::new();
     let mut seen = vec![false; ranks];
-    for line in new.lines() {
-        let fields: Vec<&str> = line.split(',').collect();
-        let (Some(Ok(rank)), Some(pid), Some(node), Some(event)) = (
-            fields.first().map(|r| r.parse::<usize>()),
-            fields.get(1),
-            fields.get(2),
-            fields.get(4),
-        ) else {
-            continue;
-        };
-        match *event {
-            "start" | "arrived" => {
-                running.push((rank, pid, node));
-                if let Some(s) = seen.get_mut(rank) {
-                    *s = true;
-                }
+    for e in new.lines().filter_map(ProcessEvent::parse) {
+        if e.ends() {
+            running.retain(|r| (r.rank, r.pid) != (e.rank, e.pid));
+        } else if matches!(e.event, "start" | "arrived") {
+            if let Some(s) = seen.get_mut(e.rank) {
+                *s = true;
             }
-            "left" | "finish" | "end" | "relaunch" => {
-                running.retain(|&(r, p, _)| (r, p) != (rank, *pid));
-            }
-            _ => {}
+            running.push(e);
         }
     }
     if !seen.iter().all(|&s| s) {
         return None;
     }
-    let mut nodes: Vec<String> = running.iter().map(|&(_, _, n)| n.to_owned()).collect();
+    let mut nodes: Vec<String> = running.iter().map(|r| r.node.to_owned()).collect();
     nodes.sort();
     nodes.dedup();
     Some(nodes)
