@@ -174,9 +174,14 @@ impl Job {
                 .in_allocation(job.settings.hosts.clone(), job.settings.lost_hosts.clone())
                 .new_hosts(new_hosts_policy(&job.settings))
                 .settling(job.settings.settle());
-            let planned = job.settings.planned_availability.as_ref();
-            if let Some(bytes) = planned.and_then(|p| std::fs::read(p).ok()) {
-                watcher = watcher.planned(&bytes);
+            if let Some(path) = &job.settings.planned_availability {
+                // Rank 0 reads the copy and every rank judges the same bytes, so all
+                // agree on whether the (collective) first check below is made.
+                let mine = (job.comm.rank() == 0).then(|| std::fs::read(path).unwrap_or_default());
+                let bytes = monitor::gather::broadcast_bytes(&job.comm, mine);
+                if !bytes.is_empty() {
+                    watcher = watcher.planned(&bytes);
+                }
             }
             match watcher.current() {
                 Some(current) => job.view = Some(current.clone()),
