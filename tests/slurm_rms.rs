@@ -11,9 +11,10 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::jacobi;
@@ -67,6 +68,13 @@ fn slurm_lock() -> MutexGuard<'static, ()> {
     if slurm_conf().is_some() {
         let _ = slurm_command("scontrol", &["delete", &format!("ReservationName={MAINT}")]);
         let _ = slurm_command("scontrol", &["update", "nodename=n[1-4]", "state=resume"]);
+        wait_until("the four nodes idle", Duration::from_secs(120), || {
+            let idle = slurm_command(
+                "sinfo",
+                &["--noheader", "--Node", "--states=idle", "--format=%N"],
+            );
+            String::from_utf8_lossy(&idle.stdout).lines().count() == 4
+        });
     }
     guard
 }
@@ -123,6 +131,9 @@ fn wait_until(what: &str, limit: Duration, ready: impl Fn() -> bool) {
 struct SlurmJob {
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// What the job has written on its standard error so far (read as it comes).
+    stderr: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl SlurmJob {
@@ -149,11 +160,44 @@ impl SlurmJob {
             .current_dir(dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let child = cmd.spawn().expect("salloc");
+        let mut child = cmd.spawn().expect("salloc");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let reader = child.stderr.take().map(|pipe| {
+            let stderr = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    if let Ok(mut s) = stderr.lock() {
+                        s.push_str(&line);
+                        s.push('\n');
+                    }
+                }
+            })
+        });
         Self {
             dir,
             child: Some(child),
+            stderr,
+            reader,
         }
+    }
+
+    /// True once the job's standard error holds `text`.
+    fn said(&self, text: &str) -> bool {
+        self.stderr.lock().is_ok_and(|s| s.contains(text))
+    }
+
+    /// The job's output: its standard output, and its standard error read so far.
+    fn output_of(&mut self, child: Child) -> Output {
+        let mut out = child.wait_with_output().expect("salloc output");
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        out.stderr = self
+            .stderr
+            .lock()
+            .map(|s| s.clone().into_bytes())
+            .unwrap_or_default();
+        out
     }
 
     fn run_dir(&self) -> PathBuf {
@@ -190,7 +234,7 @@ impl SlurmJob {
     fn finish(mut self) -> Output {
         std::fs::write(self.dir.path().join("stop"), "").expect("stop file");
         let child = self.child.take().expect("running");
-        child.wait_with_output().expect("salloc output")
+        self.output_of(child)
     }
 }
 
@@ -200,9 +244,8 @@ impl Drop for SlurmJob {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             common::job::kill_tree(&mut child);
-            if let Ok(out) = child.wait_with_output() {
-                eprintln!("the job's output:\n{}", stderr(&out));
-            }
+            let out = self.output_of(child);
+            eprintln!("the job's output:\n{}", stderr(&out));
             let _ = slurm_command("scancel", &["--name", &job_name(&self.dir)]);
         }
     }
@@ -377,14 +420,18 @@ fn a_slurm_that_does_not_answer_is_reported_and_the_job_keeps_its_placement() {
         .trim()
         .parse()
         .expect("a pid");
-    // A controller that hangs: every command of the supervisor times out.
-    // SAFETY: kill(2) on the emulated Slurm's controller, resumed below.
-    unsafe { libc::kill(ctld, libc::SIGSTOP) };
-    std::thread::sleep(Duration::from_secs(25));
+    // A controller that hangs: the supervisor's commands fail or time out (15 s).
+    let stopped = Stopped::new(ctld);
+    wait_until(
+        "the report that Slurm does not answer",
+        Duration::from_secs(120),
+        || job.said("the job keeps its placement"),
+    );
     let during = job.hosts();
-    // SAFETY: as above.
-    unsafe { libc::kill(ctld, libc::SIGCONT) };
-    std::thread::sleep(Duration::from_secs(3));
+    drop(stopped);
+    wait_until("Slurm to answer again", Duration::from_secs(120), || {
+        job.said("slurm answers again")
+    });
     let out = job.finish();
     let err = stderr(&out);
     assert_eq!(during, before, "the job moved while Slurm did not answer");
@@ -392,6 +439,25 @@ fn a_slurm_that_does_not_answer_is_reported_and_the_job_keeps_its_placement() {
     assert!(err.contains("the job keeps its placement"), "{err}");
     assert!(err.contains("slurm answers again"), "{err}");
     common::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
+}
+
+/// A process stopped with SIGSTOP until this is dropped (SIGCONT), also when a test
+/// fails.
+struct Stopped(i32);
+
+impl Stopped {
+    fn new(pid: i32) -> Self {
+        // SAFETY: kill(2) on a process of the emulated Slurm, resumed on drop.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        Self(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
 }
 
 #[test]
