@@ -81,27 +81,35 @@ start_munge() {
   runuser -u munge -- /usr/sbin/munged || die "munged did not start"
 }
 
+# Starts the slurmd of node $1 in a UTS namespace named after it.
+start_node() {
+  mkdir -p "$DIR/spool-$1"
+  unshare --uts sh -c "hostname $1 && exec slurmd -f '$CONF' -N $1" ||
+    die "slurmd of $1 did not start: see $DIR/log/slurmd-$1.log"
+}
+
 start() {
   [ "$(id -u)" -eq 0 ] || die "needs root (slurmd and UTS namespaces)"
   command -v slurmctld >/dev/null || die "slurmctld not installed (run scripts/setup.sh)"
   unshare --uts true 2>/dev/null || die "this machine does not allow UTS namespaces"
   if answers && pid_alive "$DIR/slurmctld.pid"; then
-    local up=1
-    for n in $(node_names); do pid_alive "$DIR/slurmd-$n.pid" || up=0; done
-    if [ $up = 1 ]; then
+    # The controller runs: start only the nodes that died (a test kills one). A full
+    # restart would forget the jobs and hand out job ids again from 1.
+    local missing=()
+    for n in $(node_names); do pid_alive "$DIR/slurmd-$n.pid" || missing+=("$n"); done
+    if [ ${#missing[@]} = 0 ]; then
       echo "emulated_slurm: already running ($CONF)" >&2
       return
     fi
+    start_munge
+    for n in "${missing[@]}"; do start_node "$n"; done
+  else
+    stop quietly
+    write_config
+    start_munge
+    slurmctld -f "$CONF" -i || die "slurmctld did not start: see $DIR/log/slurmctld.log"
+    for n in $(node_names); do start_node "$n"; done
   fi
-  stop quietly
-  write_config
-  start_munge
-  slurmctld -f "$CONF" -i || die "slurmctld did not start: see $DIR/log/slurmctld.log"
-  for n in $(node_names); do
-    mkdir -p "$DIR/spool-$n"
-    unshare --uts sh -c "hostname $n && exec slurmd -f '$CONF' -N $n" ||
-      die "slurmd of $n did not start: see $DIR/log/slurmd-$n.log"
-  done
   local deadline=$((SECONDS + 60))
   until [ "$(sinfo -h -N -t idle,mix,alloc -o %N 2>/dev/null | sort -u | wc -l)" -ge "$NODES" ]; do
     scontrol update nodename="n[1-$NODES]" state=resume >/dev/null 2>&1 || true
@@ -122,8 +130,10 @@ stop() {
     pid_alive "$pidfile" && kill -9 "$(cat "$pidfile")" 2>/dev/null || true
     rm -f "$pidfile"
   done
-  # The state of jobs of an earlier start is not wanted by the next one.
-  rm -rf "$DIR/state"
+  # The state of jobs of an earlier start is not wanted by the next one, on the
+  # controller nor on the nodes: job ids start again from 1, and a slurmd that kept the
+  # credentials it revoked for an earlier job 1 would refuse the steps of the new one.
+  rm -rf "$DIR/state" "$DIR"/spool-*
   [ "${1:-}" = quietly ] || echo "emulated_slurm: stopped" >&2
 }
 

@@ -50,6 +50,9 @@ pub struct LaunchShared {
     pub to_release: Mutex<Vec<String>>,
     /// Hosts whose release failed: not asked again.
     pub unreleasable: Mutex<Vec<String>>,
+    /// Why Slurm will refuse every further release of this job, once it has said so:
+    /// no further release is attempted (each would cost a relaunch for nothing).
+    pub releases_refused: Mutex<Option<String>>,
 }
 
 impl LaunchShared {
@@ -75,7 +78,7 @@ impl LaunchShared {
                 .into_iter()
                 .filter(|h| !released.contains(h) && !waiting.contains(h))
                 .collect();
-            match release_with_retries(settings, &keep, run_dir) {
+            match release_with_retries(settings, &keep, run_dir, !released.is_empty()) {
                 Ok(()) => {
                     log::info!(
                         "slurm: released {} from job {}; the job keeps {}",
@@ -84,6 +87,22 @@ impl LaunchShared {
                         keep.join(",")
                     );
                     released.extend(waiting);
+                }
+                Err(e) if !released.is_empty() && refused_after_a_resize(&e) => {
+                    let why = format!(
+                        "Slurm refuses every update of job {} since it released nodes from it once (Slurm 22.05 without accounting storage, slurmdbd, never clears that state)",
+                        settings.job_id
+                    );
+                    log::warn!(
+                        "slurm: cannot release {}: {why}; the job keeps the node(s), unused, and hands none back any more",
+                        waiting.join(",")
+                    );
+                    if let Ok(mut refused) = self.releases_refused.lock() {
+                        *refused = Some(why);
+                    }
+                    if let Ok(mut u) = self.unreleasable.lock() {
+                        u.extend(waiting);
+                    }
                 }
                 Err(e) => {
                     log::warn!("slurm: cannot release {}: {e}", waiting.join(","));
@@ -105,15 +124,28 @@ const RELEASE_ATTEMPTS: u32 = 6;
 /// See [`RELEASE_ATTEMPTS`].
 const RELEASE_RETRY_PAUSE: Duration = Duration::from_secs(2);
 
-/// Shrinks the job to `keep`, trying again while Slurm refuses.
+/// Slurm's answer to an update of a job whose accounting record is being written.
+/// Slurm 22.05 marks a job so when it resizes it and, without accounting storage,
+/// never unmarks it: after one release, every update of the job gets this answer.
+const DB_INDEX_BEING_SET: &str = "the DB index is being set";
+
+/// True when `e` is Slurm's [`DB_INDEX_BEING_SET`] answer.
+fn refused_after_a_resize(e: &RmsError) -> bool {
+    e.to_string().contains(DB_INDEX_BEING_SET)
+}
+
+/// Shrinks the job to `keep`, trying again while Slurm refuses; not again when the job
+/// was `resized_before` and Slurm gives the answer that then never changes.
 fn release_with_retries(
     settings: &RmsSettings,
     keep: &[String],
     run_dir: &Path,
+    resized_before: bool,
 ) -> Result<(), RmsError> {
     let mut attempt = 1;
     loop {
         match Slurm.release(&settings.job_id, keep, run_dir) {
+            Err(e) if resized_before && refused_after_a_resize(&e) => return Err(e),
             Err(e) if attempt < RELEASE_ATTEMPTS => {
                 log::debug!("slurm: release attempt {attempt} failed: {e}");
                 attempt += 1;
@@ -235,6 +267,10 @@ impl RmsWatch {
         Ok(offers)
     }
 
+    fn releases_refused(&self) -> bool {
+        (self.shared.releases_refused.lock()).is_ok_and(|r| r.is_some())
+    }
+
     fn released(&self) -> Vec<String> {
         locked_clone(&self.shared.released)
     }
@@ -271,7 +307,7 @@ impl RmsWatch {
         let Some(written) = &self.written else {
             return Ok(());
         };
-        if !self.shared.waiting_release().is_empty() {
+        if !self.shared.waiting_release().is_empty() || self.releases_refused() {
             return Ok(());
         }
         let mark = self.shared.mark.load(Ordering::SeqCst);

@@ -63,11 +63,30 @@ impl Job {
 }
 
 impl Drop for Job {
+    /// Kills what is left of the job and prints the end of what it wrote on its
+    /// standard error, so a job that hung says where it stood.
     fn drop(&mut self) {
         if let Some(child) = &mut self.0 {
             kill_tree(child);
+            if let Some(text) = child.stderr.take().and_then(read_within_seconds) {
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = &lines[lines.len().saturating_sub(40)..];
+                eprintln!("the end of the job's standard error:\n{}", tail.join("\n"));
+            }
         }
     }
+}
+
+/// What `pipe` holds until its writers end, or `None` after 5 s (a process left
+/// holding it open).
+fn read_within_seconds(mut pipe: impl std::io::Read + Send + 'static) -> Option<String> {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        let _ = send.send(text);
+    });
+    receive.recv_timeout(Duration::from_secs(5)).ok()
 }
 
 /// Kills `rankmig run`, its `mpirun` and the ranks (each in its own process group).
