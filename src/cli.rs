@@ -408,7 +408,8 @@ pub struct RunArgs {
     /// (`scontrol update JobId=... NodeList=...`) so Slurm can use it; this run never
     /// uses it again. Slurm ends the launcher's daemon there, which would end the
     /// launch: the job is stopped, the node released, and the job launched again from
-    /// its newest complete checkpoint.
+    /// its newest complete checkpoint. Slurm 22.05 without accounting storage allows
+    /// one release per job: a refused one is reported and not tried again.
     #[arg(long, requires = "rms")]
     pub rms_release: bool,
     /// The hosts the job may ever use (Open MPI hostfile `NAME slots=N`, a node file,
