@@ -519,3 +519,51 @@ fn committed(ckpt: &Path) -> bool {
         })
     })
 }
+
+#[test]
+fn a_run_directory_removed_while_the_job_runs_is_reported_and_put_back() {
+    let _lock = mpi_lock();
+    retry_on_hang(run_directory_removed);
+}
+
+fn run_directory_removed() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    set_availability(d, "n1 4\nn2 4\n");
+    // No periodic checkpoint is being written when the directory goes.
+    let job = start(d, &[("RANKMIG_CKPT_SECONDS", "3600")]);
+    wait_for("the first availability check", || first_check_done(d))?;
+    // Gone at once (ranks that append meanwhile would make a recursive removal fail).
+    fs::rename(d.join("run"), d.join("removed")).expect("move the run directory away");
+    let _ = fs::remove_dir_all(d.join("removed"));
+    wait_for("run.json to be put back", || {
+        d.join("run/run.json").exists()
+    })?;
+    // The job goes on, and can still move: its pre-migration checkpoint goes into the
+    // checkpoint directory put back.
+    set_availability(d, "n1 0\nn2 4\nn3 4\n");
+    wait_for("a migration after the removal", || !records(d).is_empty())?;
+    let out = stop_and_finish(job, d)?;
+    assert_result_of_a_plain_run(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let run_dir = d.join("run");
+    assert!(
+        err.contains(&format!(
+            "the run directory {} was removed",
+            run_dir.display()
+        )),
+        "the removal is not reported: {err}"
+    );
+    assert_eq!(records(d)[0].outcome, "migrated");
+    let report = rankmig()
+        .arg("report")
+        .arg(&run_dir)
+        .output()
+        .expect("report");
+    assert!(
+        report.status.success(),
+        "rankmig report: {}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    Ok(())
+}

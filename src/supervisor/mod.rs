@@ -13,5 +13,6 @@ pub mod probe;
 pub mod progress;
 pub mod rank_environment;
 pub mod rms_watch;
+pub mod run_dir_watch;
 pub mod stall_watch;
 pub mod supervise;

@@ -29,6 +29,7 @@ use super::launch::{LaunchError, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
 use super::rms_watch::{self, LaunchShared};
+use super::run_dir_watch::RunDirWatch;
 use super::stall_watch::{self, Stall, StallWatch};
 use crate::launcher::Launcher;
 use crate::migrate::record::{RELAUNCH_REQUEST, processes_mark, request_relaunch, unended_ranks};
@@ -233,12 +234,16 @@ fn supervise(
             StallWatch::new(&spec.run_dir, spec.ranks, fixed)
         });
         let run_dir = spec.run_dir.clone();
+        let mut run_dir_watch = RunDirWatch::new(spec);
         let mut releasing = false;
         std::thread::spawn(move || {
             loop {
                 let last_round = !running.load(Ordering::SeqCst);
                 for line in reader.new_lines() {
                     log::info!("{line}");
+                }
+                if let Some(what) = run_dir_watch.check() {
+                    log::error!("{what}");
                 }
                 if last_round {
                     break;
