@@ -198,10 +198,13 @@ impl RmsWatch {
     /// file as it was.
     pub fn poll(&mut self) -> Result<(), RmsError> {
         let offers = self.offers()?;
-        if self
-            .written
-            .as_ref()
-            .is_none_or(|w| cores_differ(w, &offers))
+        // Written again also when it is gone (the run directory removed and put back).
+        let file_gone = !rms_availability_path(&self.run_dir).exists();
+        if file_gone
+            || self
+                .written
+                .as_ref()
+                .is_none_or(|w| cores_differ(w, &offers))
         {
             self.log_changes(&offers);
             let text = availability_text(&offers);
