@@ -386,7 +386,8 @@ pub struct RunArgs {
     /// are hosts of the allocation and a name outside it is refused; without one they
     /// are logical nodes of this host.
     /// With --rms, optional: it then caps what the resource manager offers, node by
-    /// node.
+    /// node. One run per file: a second run on it is refused while the first runs
+    /// (lock file .NAME.rankmig-lock beside it).
     #[arg(long, short = 'a', required_unless_present_any = ["restart", "rms"])]
     pub availability: Option<PathBuf>,
     /// Follow a resource manager instead of an edited file: `slurm`, inside a Slurm job

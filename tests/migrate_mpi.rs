@@ -567,3 +567,48 @@ fn run_directory_removed() -> Result<(), Hung> {
     );
     Ok(())
 }
+
+#[test]
+fn a_second_job_on_the_same_availability_file_is_refused_and_the_first_runs_on() {
+    let _lock = mpi_lock();
+    retry_on_hang(second_job_on_one_file);
+}
+
+fn second_job_on_one_file() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    set_availability(d, "n1 4\nn2 4\n");
+    let job = start(d, &[]);
+    wait_for("the first availability check", || first_check_done(d))?;
+    let second = rankmig()
+        .current_dir(d)
+        .args([
+            "run",
+            "-n",
+            "4",
+            "--availability",
+            "av",
+            "--run-dir",
+            "run2",
+        ])
+        .arg("--")
+        .arg(jacobi())
+        .args(["--size", "64", "--iters", "100"])
+        .output()
+        .expect("second rankmig run");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "the second job ran: {err}");
+    assert!(
+        err.contains("another rankmig run follows this availability file")
+            && err.contains(&format!("run directory {}", d.join("run").display())),
+        "the refusal does not name the first run: {err}"
+    );
+    assert!(!d.join("run2/run.json").exists(), "the second job started");
+    // The first job still follows the file.
+    set_availability(d, "n1 0\nn2 4\nn3 4\n");
+    wait_for("the first job's migration", || !records(d).is_empty())?;
+    let out = stop_and_finish(job, d)?;
+    assert_result_of_a_plain_run(&out);
+    assert_eq!(records(d)[0].outcome, "migrated");
+    Ok(())
+}

@@ -189,6 +189,9 @@ pub enum LaunchError {
         /// Why.
         source: std::io::Error,
     },
+    /// Another run follows the same availability file.
+    #[error(transparent)]
+    AvailabilityTaken(#[from] super::availability_lock::AvailabilityTaken),
     /// rankmig's own signal handling could not be set up.
     #[error("cannot watch signals: {0}")]
     Signals(std::io::Error),

@@ -8,6 +8,7 @@
 //! ([`crate::migrate::settings`]) and the files of the run directory
 //! ([`crate::migrate::record`], [`crate::migrate::spawn_watch`]).
 
+pub mod availability_lock;
 pub mod launch;
 pub mod probe;
 pub mod progress;

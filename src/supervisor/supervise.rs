@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
+use super::availability_lock::AvailabilityLock;
 use super::launch::{LaunchError, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
@@ -68,6 +69,11 @@ pub struct LaunchOutcome {
 /// With `--rms`, the resource manager is followed for the whole run, across launches
 /// ([`rms_watch`]).
 pub fn run(spec: &mut RunSpec, restart: bool, auto_restart: u32) -> Result<i32, LaunchError> {
+    // One job per availability file (with --rms the file is this run's own).
+    let _lock = match spec.rms {
+        None => AvailabilityLock::take(&spec.availability, &spec.run_dir)?,
+        Some(_) => None,
+    };
     let shared = Arc::new(LaunchShared::default());
     let watch = match spec.rms {
         Some(_) => Some(rms_watch::start(spec, Arc::clone(&shared))?),
