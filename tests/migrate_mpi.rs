@@ -612,3 +612,77 @@ fn second_job_on_one_file() -> Result<(), Hung> {
     assert_eq!(records(d)[0].outcome, "migrated");
     Ok(())
 }
+
+/// A tmpfs of `size` mounted on `dir` until dropped; `None` where this process may not
+/// mount one (not root).
+struct SmallFs(PathBuf);
+
+impl SmallFs {
+    fn mount(dir: &Path, size: &str) -> Option<Self> {
+        fs::create_dir_all(dir).expect("mount point");
+        let ok = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Self(dir.to_owned()))
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_checkpoint_disk_refuses_the_migration_and_the_job_moves_once_there_is_room() {
+    let _lock = mpi_lock();
+    retry_on_hang(full_checkpoint_disk);
+}
+
+fn full_checkpoint_disk() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(disk) = SmallFs::mount(&d.join("disk"), "4m") else {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
+        return Ok(());
+    };
+    set_availability(d, "n1 4\nn2 4\n");
+    let ckpt = disk.0.join("ckpt");
+    let args = stoppable(d);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut job = start_with(
+        d,
+        &[("RANKMIG_CKPT_SECONDS", "3600")],
+        &["--settle", "0", "--ckpt-dir", ckpt.to_str().expect("utf-8")],
+        &args,
+    );
+    wait_for("the first availability check", || first_check_done(d))?;
+    // The disk fills up: the checkpoint a migration starts from cannot be written.
+    let filler = disk.0.join("filler");
+    let _ = fs::write(&filler, vec![0u8; 4 << 20]);
+    set_availability(d, "n1 0\nn2 4\nn3 4\n");
+    wait_for("the refused migration", || !records(d).is_empty())?;
+    let refused = records(d).remove(0);
+    assert_eq!(refused.outcome, "checkpoint failed", "{refused:?}");
+    let detail = refused.detail.clone().unwrap_or_default();
+    assert!(detail.contains("No space left on device"), "{detail}");
+    let running = job.0.as_mut().map(|c| c.try_wait().expect("wait"));
+    assert!(matches!(running, Some(None)), "the job ended: {running:?}");
+    // Room again: the same edit is carried out without being saved again.
+    fs::remove_file(&filler).expect("remove the filler");
+    wait_for("the migration once there is room", || records(d).len() >= 2)?;
+    let out = stop_and_finish(job, d)?;
+    assert_result_of_a_plain_run(&out);
+    let recs = records(d);
+    assert_eq!(recs[1].outcome, "migrated", "{recs:?}");
+    assert_eq!(recs[1].moves, 4, "{recs:?}");
+    Ok(())
+}

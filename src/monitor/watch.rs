@@ -66,6 +66,8 @@ pub struct AvailabilityWatcher {
     settle: Duration,
     /// A new content seen by rank 0 and not yet acted on: its hash, when first seen.
     pending: Option<(u64, Instant)>,
+    /// Rank 0 reports no change before this instant ([`AvailabilityWatcher::retry_later`]).
+    quiet_until: Option<Instant>,
 }
 
 impl AvailabilityWatcher {
@@ -96,7 +98,34 @@ impl AvailabilityWatcher {
             new_hosts: NewHosts::default(),
             settle: Duration::ZERO,
             pending: None,
+            quiet_until: None,
         }
+    }
+
+    /// Takes back the last change: the job could not carry it out and still follows
+    /// `previous` (the view before it, whose file content hashed to `previous_hash`).
+    /// The file's content is then a change again, reported at the first check after
+    /// `delay`. Collective in effect: every rank must call it alike.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use rankmig::monitor::watch::AvailabilityWatcher;
+    /// let mut w = AvailabilityWatcher::new("av").planned(b"n1 2\n");
+    /// let (view, hash) = (w.current().cloned(), w.last_hash());
+    /// // ... a check reports an edit, which the job cannot carry out ...
+    /// w.retry_later(view, hash, Duration::from_secs(10));
+    /// assert_eq!(w.last_hash(), hash);
+    /// ```
+    pub fn retry_later(
+        &mut self,
+        previous: Option<Availability>,
+        previous_hash: u64,
+        delay: Duration,
+    ) {
+        self.current = previous;
+        self.last_hash = previous_hash;
+        self.pending = None;
+        self.quiet_until = Some(Instant::now() + delay);
     }
 
     /// The same watcher acting on an edit only once the file has kept the same content
@@ -210,6 +239,10 @@ impl AvailabilityWatcher {
     /// outcome is `Unchanged`, the hash stays the last one acted on, and the content is
     /// not parsed.
     fn read_settled(&mut self) -> (WatchOutcome, u64) {
+        if self.quiet_until.is_some_and(|t| Instant::now() < t) {
+            return (WatchOutcome::Unchanged, self.last_hash);
+        }
+        self.quiet_until = None;
         let (content, hash) = self.read_content();
         if hash == self.last_hash {
             self.pending = None;

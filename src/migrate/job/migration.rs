@@ -18,7 +18,12 @@ use super::super::record::PhaseTimes;
 use super::super::settings::JobSettings;
 use super::history::SpawnHistory;
 use super::outcome::Outcome;
+use super::reconfigure::ViewBefore;
 use super::{Job, MigrateError, leave_now};
+
+/// How long after a migration refused for want of its checkpoint the same edit is
+/// tried again (a full disk is seldom freed at once; each try writes a checkpoint).
+pub const RETRY_AFTER_FAILED_CHECKPOINT: Duration = Duration::from_secs(10);
 
 /// Everything a new process needs from rank 0 to continue the replaced rank.
 #[derive(Debug, Serialize, Deserialize)]
@@ -105,13 +110,19 @@ impl Job {
         plan: &Plan,
         scheduling: f64,
         change: &str,
+        before: ViewBefore,
     ) -> Result<(), MigrateError> {
         self.ckpt.finalize()?;
         let moves = spawn_order(plan);
         // First: the checkpoint handed over to the new processes must be this one. Its
         // time counts in the iteration's migration time, not in the recorded phases.
         let guard_start = Instant::now();
-        self.before_watched_spawn(state, moves.len())?;
+        if let Err(e) = self.before_watched_spawn(state, moves.len()) {
+            // Every rank has the same outcome (a checkpoint's result is agreed).
+            self.charge(scheduling, guard_start.elapsed().as_secs_f64());
+            self.refuse_without_checkpoint(&e, plan, scheduling, change, before);
+            return Ok(());
+        }
         let guard = guard_start.elapsed().as_secs_f64();
         let migration_start = Instant::now();
         let rank = self.comm.rank() as usize;
@@ -254,6 +265,34 @@ impl Job {
             crate::migrate::spawn_watch::begin(dir, &what);
         }
         Ok(())
+    }
+
+    /// The checkpoint a migration starts from could not be written (`e`, e.g. a full
+    /// disk): no process moves, the job goes back to the view it followed, and the same
+    /// edit is tried again after [`RETRY_AFTER_FAILED_CHECKPOINT`]. Every rank calls it.
+    fn refuse_without_checkpoint(
+        &mut self,
+        e: &MigrateError,
+        plan: &Plan,
+        scheduling: f64,
+        change: &str,
+        before: ViewBefore,
+    ) {
+        let message = format!(
+            "the checkpoint a migration starts from could not be written ({e}): no rank moves, the job keeps its placement and tries again in {} s",
+            RETRY_AFTER_FAILED_CHECKPOINT.as_secs()
+        );
+        if self.is_root() {
+            log::warn!("{message}");
+        }
+        self.record(Outcome {
+            detail: Some(message),
+            ..Outcome::of_plan("checkpoint failed", change, plan, scheduling)
+        });
+        self.view = before.view.clone();
+        if let Some(w) = self.watcher.as_mut() {
+            w.retry_later(before.view, before.hash, RETRY_AFTER_FAILED_CHECKPOINT);
+        }
     }
 
     /// Rank 0: the spawn returned (whether it worked or not).

@@ -24,6 +24,10 @@ impl Job {
     ) -> Result<(), MigrateError> {
         let t0 = Instant::now();
         let comm = &self.comm;
+        let before = ViewBefore {
+            view: self.view.clone(),
+            hash: self.watcher.as_ref().map_or(0, |w| w.last_hash()),
+        };
         let seen = self
             .watcher
             .as_mut()
@@ -82,7 +86,7 @@ impl Job {
         if let Some(why) = self.spawn_refused(&plan, &placement, generations.as_deref()) {
             return self.relaunch(state, &plan, scheduling, &change, why);
         }
-        self.migrate(state, &plan, scheduling, &change)
+        self.migrate(state, &plan, scheduling, &change, before)
     }
 
     /// Why the implementation cannot carry `plan` out by spawning, if it cannot: a
@@ -276,4 +280,11 @@ impl PlanMessage {
             nodes: Default::default(),
         }
     }
+}
+
+/// What the job followed before the change being carried out: the view and the hash
+/// of the file content it came from, to go back to should the change not be made.
+pub(super) struct ViewBefore {
+    pub(super) view: Option<Availability>,
+    pub(super) hash: u64,
 }
