@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::job::{Hung, Job, set_availability, wait_for};
+use common::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
 use common::{checksum, mpi_lock, rankmig};
 use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
 
@@ -190,12 +190,7 @@ fn hpcc_randomaccess_migrates_live_with_an_unchanged_result() {
         String::from_utf8_lossy(&reference.stdout)
     );
 
-    let (out, recs, processes) = migrated(&program)
-        .or_else(|Hung(why)| {
-            eprintln!("the MPI job hung ({why}); killed it, running it once more");
-            migrated(&program)
-        })
-        .unwrap_or_else(|Hung(why)| panic!("the MPI job hung twice: {why}"));
+    let (out, recs, processes) = retry_on_hang(|| migrated(&program));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
