@@ -2,7 +2,8 @@
 # The whole test suite: installs what is missing, builds, runs every test (unit,
 # integration with real hwloc XML files and real MPI launchers), also without the MPI
 # feature; then the multi-host scenarios of the emulated cluster and the C interface
-# example again with MPICH and with Open MPI 5 (from PyPI, see scripts/setup.sh), each
+# example again with MPICH and with Open MPI 5 (from PyPI, see scripts/setup.sh), and
+# the Slurm scenarios again with MPICH, each
 # built in its own target directory with its own MPI first on PATH (Open MPI 5 moves
 # ranks across hosts by relaunching from a checkpoint: it cannot spawn there).
 #
@@ -48,6 +49,11 @@ for impl in ${RANKMIG_TEST_MPIS-mpich openmpi5}; do
     cargo test --release --no-fail-fast --test linked_mpi --test cluster_mpi
   step "C interface on the emulated cluster ($impl)" "${with_impl[@]}" \
     cargo test --release --no-fail-fast --test c_programs -- a_c_program_migrates_live
+  # Under the emulated Slurm: Open MPI 4.1 (above) and MPICH; Open MPI 5 is not tried
+  # there yet.
+  if [ "$impl" = mpich ]; then
+    step "Slurm ($impl)" "${with_impl[@]}" cargo test --release --no-fail-fast --test slurm_rms
+  fi
 done
 
 if [ ${#failed[@]} -gt 0 ]; then

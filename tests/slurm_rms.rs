@@ -216,6 +216,31 @@ impl SlurmJob {
         });
     }
 
+    /// Ranks per host of the newest relaunch's placement (`placement-restart-K.txt`).
+    fn relaunch_placement(&self) -> BTreeMap<String, usize> {
+        let newest = std::fs::read_dir(self.run_dir())
+            .expect("run directory")
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                let k: u32 = name
+                    .strip_prefix("placement-restart-")?
+                    .strip_suffix(".txt")?
+                    .parse()
+                    .ok()?;
+                Some((k, name))
+            })
+            .max()
+            .expect("a relaunch placement");
+        let text = std::fs::read_to_string(self.run_dir().join(newest.1)).expect("placement");
+        let mut per_host = BTreeMap::new();
+        for line in text.lines() {
+            if let Some(host) = line.split_whitespace().nth(1) {
+                *per_host.entry(host.to_owned()).or_insert(0) += 1;
+            }
+        }
+        per_host
+    }
+
     /// The job's node list in `squeue`.
     fn squeue_nodes(&self) -> Vec<String> {
         let id = self.job_id();
@@ -350,6 +375,13 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
         let hosts = job.hosts();
         !hosts.contains_key(&rank0_host) && hosts.values().sum::<usize>() == 8
     });
+    // Each host runs as many ranks as the relaunch placed there (read from outside).
+    let planned = job.relaunch_placement();
+    wait_until(
+        "each host to run the ranks placed there",
+        Duration::from_secs(30),
+        || job.hosts() == planned,
+    );
 
     // A maintenance window in 90 s on another node that holds ranks: emptied before
     // it starts.

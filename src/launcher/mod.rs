@@ -269,6 +269,15 @@ pub trait Launcher: Sync {
         }
     }
 
+    /// True when, in the environment `get`, the launcher starts ranks host by host in
+    /// the allocation's order and refuses a hostfile that names a host twice: the
+    /// launch then places each host's ranks in one block, hosts in the allocation's
+    /// order ([`crate::planner::Placement::in_node_blocks`]). False by default.
+    fn needs_one_block_per_host(&self, get: &dyn Fn(&str) -> Option<String>) -> bool {
+        let _ = get;
+        false
+    }
+
     /// The variables that make the launcher reach hosts through `agent` (an rsh-like
     /// command line called as `AGENT HOST COMMAND...`): by default only
     /// [`Launcher::agent_variable`].

@@ -37,6 +37,42 @@ impl Placement {
         Self { locations }
     }
 
+    /// The same number of ranks on each node and the same cores, but the ranks of a
+    /// node in one block of consecutive ranks, nodes in the order of `order` (nodes it
+    /// does not name after them, in order of first appearance): for a launcher that
+    /// starts ranks host by host in that order and cannot name a host twice.
+    ///
+    /// ```
+    /// use rankmig::planner::Placement;
+    /// let p = Placement::parse("0 b 0\n1 a 0\n2 b 1\n3 a 1\n", "p.txt").unwrap();
+    /// let order = ["a".to_owned(), "b".to_owned()];
+    /// assert_eq!(p.in_node_blocks(&order).to_text(), "0 a 0\n1 a 1\n2 b 0\n3 b 1\n");
+    /// ```
+    pub fn in_node_blocks(&self, order: &[String]) -> Self {
+        let mut nodes: Vec<&str> = Vec::new();
+        for l in &self.locations {
+            if !nodes.contains(&l.node.as_str()) {
+                nodes.push(&l.node);
+            }
+        }
+        nodes.sort_by_key(|n| order.iter().position(|o| o == n).unwrap_or(order.len()));
+        let locations = nodes
+            .iter()
+            .flat_map(|node| {
+                let mut cores: Vec<usize> = (self.locations.iter())
+                    .filter(|l| l.node == *node)
+                    .map(|l| l.core)
+                    .collect();
+                cores.sort_unstable();
+                cores.into_iter().map(|core| Location {
+                    node: (*node).to_owned(),
+                    core,
+                })
+            })
+            .collect();
+        Self { locations }
+    }
+
     /// Reads a placement file.
     pub fn load(path: &Path) -> Result<Self, PlacementError> {
         let text = std::fs::read_to_string(path).map_err(|source| PlacementError::Read {

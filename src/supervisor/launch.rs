@@ -296,7 +296,13 @@ pub fn initial_placement(spec: &RunSpec) -> Result<(Placement, usize), LaunchErr
 fn planned_placement(spec: &RunSpec) -> Result<(Placement, usize, Vec<u8>), LaunchError> {
     let (content, availability) = read_starting_availability(spec)?;
     let tree = node_tree(spec, &availability)?;
-    let placement = place(&availability, &graph_for(spec)?, &tree)?;
+    let mut placement = place(&availability, &graph_for(spec)?, &tree)?;
+    let get = |k: &str| std::env::var(k).ok();
+    if let Some(allocation) = &spec.allocation {
+        if spec.launcher().needs_one_block_per_host(&get) {
+            placement = placement.in_node_blocks(&allocation.host_names());
+        }
+    }
     Ok((placement, tree.leaf_count(), content))
 }
 
