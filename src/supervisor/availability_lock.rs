@@ -57,6 +57,22 @@ pub struct AvailabilityLock {
 impl AvailabilityLock {
     /// Takes the lock of `availability` for the run in `run_dir`. `Ok(None)`: the lock
     /// file cannot be created, the run goes on unguarded (logged).
+    ///
+    /// ```
+    /// use rankmig::supervisor::availability_lock::AvailabilityLock;
+    /// let dir = tempfile::tempdir()?;
+    /// let av = dir.path().join("av");
+    /// std::fs::write(&av, "n1 2\n")?;
+    /// let first = AvailabilityLock::take(&av, &dir.path().join("run1"))?;
+    /// assert!(first.is_some());
+    /// // Held: another taker (here, another open file of this process) is refused,
+    /// // and told who holds it.
+    /// let refused = AvailabilityLock::take(&av, &dir.path().join("run2")).unwrap_err();
+    /// assert!(refused.holder.contains("run1"));
+    /// drop(first);
+    /// assert!(AvailabilityLock::take(&av, &dir.path().join("run2"))?.is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn take(availability: &Path, run_dir: &Path) -> Result<Option<Self>, AvailabilityTaken> {
         let lock = lock_path(availability);
         let mut file = match OpenOptions::new()
