@@ -66,6 +66,10 @@ fn slurm_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if slurm_conf().is_some() {
+        // A node whose slurmd an earlier test killed (and, failing, did not start
+        // again) is started again: `start` starts only what is not running.
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/emulated_slurm.sh");
+        let _ = Command::new("bash").arg(script).arg("start").status();
         let _ = slurm_command("scontrol", &["delete", &format!("ReservationName={MAINT}")]);
         let _ = slurm_command("scontrol", &["update", "nodename=n[1-4]", "state=resume"]);
         wait_until("the four nodes idle", Duration::from_secs(120), || {
