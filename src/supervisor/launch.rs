@@ -443,9 +443,13 @@ fn is_executable(program: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| executable(&d.join(program))))
 }
 
+/// The file of the run directory that says how the job was launched ([`save_spec`]);
+/// only the supervisor writes it.
+pub const RUN_SPEC_FILE: &str = "run.json";
+
 /// The files a run leaves in its run directory (the checkpoint directory aside).
 const RUN_RECORDS: [&str; 7] = [
-    "run.json",
+    RUN_SPEC_FILE,
     "reconfigurations.jsonl",
     "processes.csv",
     "rankfile",
@@ -499,7 +503,7 @@ pub fn claim_run_dir(run_dir: &Path, force: bool) -> Result<(), LaunchError> {
 
 /// Writes `run.json`.
 pub fn save_spec(spec: &RunSpec) -> Result<(), LaunchError> {
-    let path = spec.run_dir.join("run.json");
+    let path = spec.run_dir.join(RUN_SPEC_FILE);
     let json = serde_json::to_string_pretty(spec).map_err(|source| LaunchError::RunSpec {
         path: path.clone(),
         source,
@@ -509,7 +513,7 @@ pub fn save_spec(spec: &RunSpec) -> Result<(), LaunchError> {
 
 /// Reads `run.json` of a run directory.
 pub fn load_spec(run_dir: &Path) -> Result<RunSpec, LaunchError> {
-    let path = run_dir.join("run.json");
+    let path = run_dir.join(RUN_SPEC_FILE);
     let text = std::fs::read_to_string(&path).map_err(|source| LaunchError::RunDir {
         path: path.clone(),
         source,

@@ -12,10 +12,7 @@
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use super::launch::{RunSpec, save_spec};
-
-/// The file of the run directory only the supervisor writes.
-const RUN_SPEC: &str = "run.json";
+use super::launch::{RUN_SPEC_FILE, RunSpec, save_spec};
 
 /// Identity of a directory: device and inode.
 type DirId = (u64, u64);
@@ -50,7 +47,7 @@ impl RunDirWatch {
         // The ranks create it again as they append their records, and a new directory
         // may get the inode number of the old one: `run.json`, which only the
         // supervisor writes, tells whether this is still the directory it prepared.
-        let spec_kept = self.spec.run_dir.join(RUN_SPEC).exists();
+        let spec_kept = self.spec.run_dir.join(RUN_SPEC_FILE).exists();
         if now.is_some() && now == self.seen && spec_kept {
             return None;
         }
@@ -78,7 +75,7 @@ impl RunDirWatch {
             );
         }
         if save_spec(&self.spec).is_ok() {
-            done.push("run.json".into());
+            done.push(RUN_SPEC_FILE.into());
         }
         let ckpt = self.inner_checkpoint_dir();
         if let Some(ckpt) = &ckpt {
