@@ -50,9 +50,9 @@ pub struct LaunchShared {
     pub to_release: Mutex<Vec<String>>,
     /// Hosts whose release failed: not asked again.
     pub unreleasable: Mutex<Vec<String>>,
-    /// Why Slurm will refuse every further release of this job, once it has said so:
-    /// no further release is attempted (each would cost a relaunch for nothing).
-    pub releases_refused: Mutex<Option<String>>,
+    /// Slurm has said it will refuse every further release of this job: none is
+    /// attempted any more (each would cost a relaunch for nothing).
+    pub releases_refused: AtomicBool,
 }
 
 impl LaunchShared {
@@ -78,7 +78,8 @@ impl LaunchShared {
                 .into_iter()
                 .filter(|h| !released.contains(h) && !waiting.contains(h))
                 .collect();
-            match release_with_retries(settings, &keep, run_dir, !released.is_empty()) {
+            let resized_before = !released.is_empty();
+            match release_with_retries(settings, &keep, run_dir, resized_before) {
                 Ok(()) => {
                     log::info!(
                         "slurm: released {} from job {}; the job keeps {}",
@@ -88,18 +89,13 @@ impl LaunchShared {
                     );
                     released.extend(waiting);
                 }
-                Err(e) if !released.is_empty() && refused_after_a_resize(&e) => {
-                    let why = format!(
-                        "Slurm refuses every update of job {} since it released nodes from it once (Slurm 22.05 without accounting storage, slurmdbd, never clears that state)",
+                Err(e) if resized_before && refused_after_a_resize(&e) => {
+                    log::warn!(
+                        "slurm: cannot release {}: Slurm refuses every update of job {} since it released nodes from it once (Slurm 22.05 without accounting storage, slurmdbd, never clears that state); the job keeps the node(s), unused, and hands none back any more",
+                        waiting.join(","),
                         settings.job_id
                     );
-                    log::warn!(
-                        "slurm: cannot release {}: {why}; the job keeps the node(s), unused, and hands none back any more",
-                        waiting.join(",")
-                    );
-                    if let Ok(mut refused) = self.releases_refused.lock() {
-                        *refused = Some(why);
-                    }
+                    self.releases_refused.store(true, Ordering::SeqCst);
                     if let Ok(mut u) = self.unreleasable.lock() {
                         u.extend(waiting);
                     }
@@ -270,10 +266,6 @@ impl RmsWatch {
         Ok(offers)
     }
 
-    fn releases_refused(&self) -> bool {
-        (self.shared.releases_refused.lock()).is_ok_and(|r| r.is_some())
-    }
-
     fn released(&self) -> Vec<String> {
         locked_clone(&self.shared.released)
     }
@@ -310,7 +302,9 @@ impl RmsWatch {
         let Some(written) = &self.written else {
             return Ok(());
         };
-        if !self.shared.waiting_release().is_empty() || self.releases_refused() {
+        if !self.shared.waiting_release().is_empty()
+            || self.shared.releases_refused.load(Ordering::SeqCst)
+        {
             return Ok(());
         }
         let mark = self.shared.mark.load(Ordering::SeqCst);
