@@ -269,12 +269,12 @@ pub trait Launcher: Sync {
         }
     }
 
-    /// True when, in the environment `get`, the launcher starts ranks host by host in
-    /// the allocation's order and refuses a hostfile that names a host twice: the
-    /// launch then places each host's ranks in one block, hosts in the allocation's
-    /// order ([`crate::planner::Placement::in_node_blocks`]). False by default.
-    fn needs_one_block_per_host(&self, get: &dyn Fn(&str) -> Option<String>) -> bool {
-        let _ = get;
+    /// True when, inside a Slurm job and in the environment `get`, the launcher starts
+    /// its daemons with `srun`, ranks host by host in the allocation's order, and
+    /// refuses a hostfile that names a host twice: a launch there places each host's
+    /// ranks in one block, hosts in the allocation's order
+    /// ([`crate::planner::Placement::in_node_blocks`]). False by default.
+    fn srun_needs_one_block_per_host(&self, _get: &dyn Fn(&str) -> Option<String>) -> bool {
         false
     }
 

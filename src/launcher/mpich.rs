@@ -93,17 +93,16 @@ impl Launcher for Mpich {
         AGENT_VARIABLE
     }
 
-    /// hydra's launcher kind (`ssh`), then its program.
     /// Inside a Slurm job hydra starts one proxy per hostfile line with `srun
     /// --nodelist`, which refuses a node named twice ("Only allocated 3 nodes asked
     /// for 5") and starts the proxies on the nodes in the job's order, not the
     /// hostfile's (hostfile n2:3 n4:3 n3:2 gave 3 ranks on n3 and 2 on n4, read from
     /// outside), both measured on the emulated Slurm; unless another launcher is set.
-    fn needs_one_block_per_host(&self, get: &dyn Fn(&str) -> Option<String>) -> bool {
-        get("SLURM_JOB_ID").is_some()
-            && get("HYDRA_LAUNCHER").is_none_or(|l| l.trim().is_empty() || l == "slurm")
+    fn srun_needs_one_block_per_host(&self, get: &dyn Fn(&str) -> Option<String>) -> bool {
+        get("HYDRA_LAUNCHER").is_none_or(|l| l.trim().is_empty() || l == "slurm")
     }
 
+    /// hydra's launcher kind (`ssh`), then its program.
     fn agent_settings(&self, agent: &str) -> Vec<(String, String)> {
         vec![
             ("HYDRA_LAUNCHER".into(), "ssh".into()),

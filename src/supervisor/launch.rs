@@ -297,9 +297,10 @@ fn planned_placement(spec: &RunSpec) -> Result<(Placement, usize, Vec<u8>), Laun
     let (content, availability) = read_starting_availability(spec)?;
     let tree = node_tree(spec, &availability)?;
     let mut placement = place(&availability, &graph_for(spec)?, &tree)?;
-    let get = |k: &str| std::env::var(k).ok();
     if let Some(allocation) = &spec.allocation {
-        if spec.launcher().needs_one_block_per_host(&get) {
+        let get = |k: &str| std::env::var(k).ok();
+        let in_slurm = crate::rms::slurm::current_job().is_some();
+        if in_slurm && spec.launcher().srun_needs_one_block_per_host(&get) {
             placement = placement.in_node_blocks(&allocation.host_names());
         }
     }
