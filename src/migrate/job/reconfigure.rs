@@ -24,10 +24,9 @@ impl Job {
     ) -> Result<(), MigrateError> {
         let t0 = Instant::now();
         let comm = &self.comm;
-        let before = ViewBefore {
-            view: self.view.clone(),
-            hash: self.watcher.as_ref().map_or(0, |w| w.last_hash()),
-        };
+        // The content followed so far, to go back to should a migration be refused (its
+        // view is kept below, when it is replaced: nothing is copied at each check).
+        let hash_before = self.watcher.as_ref().map_or(0, |w| w.last_hash());
         let seen = self
             .watcher
             .as_mut()
@@ -77,7 +76,10 @@ impl Job {
             || "initial".to_owned(),
             |old| old.diff(&availability).to_string(),
         );
-        self.view = Some(availability);
+        let before = ViewBefore {
+            view: self.view.replace(availability),
+            hash: hash_before,
+        };
         if plan.moves.is_empty() {
             self.placement = Some(plan.placement.clone());
             self.record(Outcome::of_plan("no moves", &change, &plan, scheduling));
