@@ -29,19 +29,13 @@ fn slurm_conf() -> Option<&'static Path> {
         if !common::namespaces_available() {
             return None;
         }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/emulated_slurm.sh");
-        let out = Command::new("bash").arg(&script).arg("start").output();
-        let conf = Command::new("bash")
-            .arg(&script)
-            .arg("env")
-            .output()
-            .ok()
-            .and_then(|o| {
-                let text = String::from_utf8_lossy(&o.stdout).into_owned();
-                text.trim()
-                    .strip_prefix("export SLURM_CONF=")
-                    .map(PathBuf::from)
-            });
+        let out = emulated_slurm("start");
+        let conf = emulated_slurm("env").ok().and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.trim()
+                .strip_prefix("export SLURM_CONF=")
+                .map(PathBuf::from)
+        });
         match (out, conf) {
             (Ok(o), Some(conf)) if o.status.success() => Some(conf),
             (out, _) => {
@@ -61,15 +55,20 @@ fn slurm_conf() -> Option<&'static Path> {
     .as_deref()
 }
 
+/// `scripts/emulated_slurm.sh ACTION`.
+fn emulated_slurm(action: &str) -> std::io::Result<Output> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/emulated_slurm.sh");
+    Command::new("bash").arg(script).arg(action).output()
+}
+
 /// One test at a time on the four nodes; every node back in service first.
 fn slurm_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if slurm_conf().is_some() {
-        // A node whose slurmd an earlier test killed (and, failing, did not start
-        // again) is started again: `start` starts only what is not running.
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/emulated_slurm.sh");
-        let _ = Command::new("bash").arg(script).arg("start").status();
+        // A node whose slurmd the node-death test killed is started again (also when
+        // that test failed before doing it): `start` starts only what is not running.
+        let _ = emulated_slurm("start");
         let _ = slurm_command("scontrol", &["delete", &format!("ReservationName={MAINT}")]);
         let _ = slurm_command("scontrol", &["update", "nodename=n[1-4]", "state=resume"]);
         wait_until("the four nodes idle", Duration::from_secs(120), || {
@@ -557,9 +556,6 @@ fn a_node_that_dies_under_no_kill_is_left_behind_by_auto_restart() {
         },
     );
     let out = job.finish();
-    // The next test needs all four slurmds: start the lost one again.
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/emulated_slurm.sh");
-    let _ = Command::new("bash").arg(script).arg("start").status();
     let err = stderr(&out);
     assert!(err.contains("host(s) n3 lost"), "{err}");
     common::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
