@@ -222,6 +222,16 @@ fn wait_until(what: &str, limit: Duration, ready: impl Fn() -> bool) {
     }
 }
 
+/// Waits until the job has made 4500 iterations, past its first checkpoint. A launch
+/// that never starts (Open MPI 5.0.11, once in a test.sh run here: no iteration in
+/// 120 s; the same test then passed 3 of 3 in 7 s) is stopped and launched again by the
+/// stall watch after 60 s or more: this waits for that too, as the relaunch tests do.
+fn wait_for_progress_past_a_checkpoint(cluster: &Cluster) {
+    wait_until("a checkpoint", Duration::from_secs(240), || {
+        cluster.progress() > 4500
+    });
+}
+
 /// Waits until the live processes' hosts are those of placement file `name`.
 fn assert_processes_follow(cluster: &Cluster, root: u32, name: &str) {
     let planned = cluster.planned(name);
@@ -433,9 +443,7 @@ fn a_dead_host_then_restart_without_it() {
     let cluster = Cluster::new(&["h1", "h2", "h3", "h4"], "h1 2\nh2 2\nh3 2\nh4 2\n");
     let child = cluster.start(8, &[]);
     let root = child.id();
-    wait_until("a checkpoint", Duration::from_secs(120), || {
-        cluster.progress() > 4500
-    });
+    wait_for_progress_past_a_checkpoint(&cluster);
     cluster.pull_the_plug(root, "h2");
     let out = child.wait_with_output().expect("rankmig run output");
     assert!(!out.status.success(), "the job survived the loss of h2");
@@ -457,9 +465,7 @@ fn a_dead_host_is_left_by_an_automatic_restart() {
     let cluster = Cluster::new(&["h1", "h2", "h3", "h4"], "h1 2\nh2 2\nh3 2\nh4 2\n");
     let child = cluster.start(8, &["--auto-restart", "1"]);
     let root = child.id();
-    wait_until("a checkpoint", Duration::from_secs(120), || {
-        cluster.progress() > 4500
-    });
+    wait_for_progress_past_a_checkpoint(&cluster);
     cluster.pull_the_plug(root, "h2");
     let out = restarted_without(&cluster, child, "h2");
     let stderr = String::from_utf8_lossy(&out.stderr);
