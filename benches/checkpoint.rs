@@ -159,7 +159,8 @@ fn bench_read(c: &mut Criterion, state: &State) {
     ctx.save_now(state).expect("save");
     ctx.finalize().expect("commit");
     let epoch = ctx.last_committed().expect("committed");
-    let file = dir
+    let file = ctx
+        .epochs_dir()
         .join(rankmig::checkpoint::epoch::epoch_dir_name(epoch))
         .join(rankmig::checkpoint::epoch::rank_file_name(0));
     let mut restarting =

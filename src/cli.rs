@@ -63,8 +63,9 @@ pub enum Command {
     ///
     /// Example (after the run example): rankmig report rankmig-run
     Report(ReportArgs),
-    /// List the checkpoint epochs of a directory: complete or not, per-rank sizes and
-    /// checksums. With --verify, recompute every checksum and exit 1 on corruption.
+    /// List the checkpoint epochs of a directory, job directory by job directory
+    /// (DIR/job-NAME): complete or not, per-rank sizes and checksums. With --verify,
+    /// recompute every checksum and exit 1 on corruption.
     ///
     /// Example (after the run example): rankmig inspect rankmig-run/ckpt --verify
     Inspect(InspectArgs),
@@ -362,7 +363,8 @@ pub enum SimulateFormat {
 /// `rankmig inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The checkpoint directory (RANKMIG_CKPT_DIR of the job).
+    /// The checkpoint directory (RANKMIG_CKPT_DIR of the job), or one job directory in
+    /// it.
     pub dir: PathBuf,
     /// Read every payload and recompute its checksum; exit 1 if a file of a complete
     /// epoch is corrupt or missing.

@@ -12,7 +12,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{checksum, jacobi, live_hosts, mpi_lock, namespaces_available, per_host, rankmig};
+use common::{
+    checksum, has_committed_epoch, jacobi, live_hosts, mpi_lock, namespaces_available, per_host,
+    rankmig,
+};
 
 /// A program of `examples/c` or `examples/fortran`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,17 +174,6 @@ fn the_c_and_fortran_twins_print_the_rust_checksum() {
     }
 }
 
-/// True once the checkpoint directory holds a committed epoch.
-fn committed(ckpt: &Path) -> bool {
-    fs::read_dir(ckpt).is_ok_and(|entries| {
-        entries.filter_map(|e| e.ok()).any(|e| {
-            e.path()
-                .join(rankmig::checkpoint::epoch::COMMIT_MARKER)
-                .exists()
-        })
-    })
-}
-
 fn killed_and_restarted(twin: Twin) {
     let dir = tempfile::tempdir().unwrap();
     let ckpt = dir.path().join("ckpt");
@@ -199,7 +191,7 @@ fn killed_and_restarted(twin: Twin) {
     .spawn()
     .expect("mpirun");
     let start = Instant::now();
-    while !committed(&ckpt) {
+    while !has_committed_epoch(&ckpt) {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "{twin:?}: no committed epoch in {}",

@@ -14,6 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rankmig::checkpoint::epoch::{COMMIT_MARKER, SPARE_DIR, epoch_dir_name, rank_file_name};
+use rankmig::checkpoint::job_dir::job_epochs_dir;
 use rankmig::checkpoint::{CheckpointConfig, CheckpointContext, CheckpointError, LocalCollective};
 
 /// Time any single library call or `inspect` run may take here.
@@ -89,8 +90,14 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// Job `job`'s directory in the checkpoint directory `dir`.
+fn job_path(dir: &Path, job: &str) -> PathBuf {
+    job_epochs_dir(dir, job)
+}
+
+/// Epoch `epoch` of job "j" (most tests' job).
 fn epoch_path(dir: &Path, epoch: u64) -> PathBuf {
-    dir.join(epoch_dir_name(epoch))
+    job_path(dir, "j").join(epoch_dir_name(epoch))
 }
 
 fn rank_path(dir: &Path, epoch: u64) -> PathBuf {
@@ -166,7 +173,7 @@ fn symlinked_spare_file_is_never_written_through() {
     let victim = root.path().join("victim.txt");
     fs::write(&victim, b"precious").unwrap();
     fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
-    let spare = dir.join(SPARE_DIR).join(rank_file_name(0));
+    let spare = job_path(&dir, "j").join(SPARE_DIR).join(rank_file_name(0));
     fs::remove_file(&spare).unwrap();
     symlink(&victim, &spare).unwrap();
     let r = two_more_saves(&dir, 1);
@@ -183,8 +190,8 @@ fn symlinked_spare_directory_is_never_emptied() {
     let (root, dir) = setup();
     save_states(&dir, "j", 1, 2).unwrap();
     let outside = root.path().join("outside-spare");
-    fs::rename(dir.join(SPARE_DIR), &outside).unwrap();
-    symlink(&outside, dir.join(SPARE_DIR)).unwrap();
+    fs::rename(job_path(&dir, "j").join(SPARE_DIR), &outside).unwrap();
+    symlink(&outside, job_path(&dir, "j").join(SPARE_DIR)).unwrap();
     let kept = |name: &str| fs::read(outside.join(name)).ok();
     let before = kept(&rank_file_name(0));
     assert!(before.is_some(), "the retired epoch left no spare file");
@@ -194,7 +201,8 @@ fn symlinked_spare_directory_is_never_emptied() {
     assert_eq!(restart(&dir, "j").unwrap().0, 8);
     assert_eq!(kept(&rank_file_name(0)), before);
     assert!(
-        fs::symlink_metadata(dir.join(SPARE_DIR)).is_ok_and(|m| m.file_type().is_symlink()),
+        fs::symlink_metadata(job_path(&dir, "j").join(SPARE_DIR))
+            .is_ok_and(|m| m.file_type().is_symlink()),
         "the link itself is the user's: left alone"
     );
 }
@@ -248,8 +256,10 @@ fn symlinked_temporary_file_is_never_written_through() {
 fn symlinked_epoch_directory_is_never_emptied_by_retention() {
     let (root, dir) = setup();
     let victim = victim_dir(root.path());
-    fs::create_dir(&dir).unwrap();
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    for d in [dir.clone(), job_path(&dir, "j")] {
+        fs::create_dir(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
+    }
     // An old "epoch" that is a link to the victim; retention would retire it.
     symlink(&victim, epoch_path(&dir, 1)).unwrap();
     fs::write(
@@ -450,26 +460,53 @@ fn unreadable_permission_on_newest_epoch_deletes_nothing() {
 fn another_jobs_epochs_survive_retention_and_discard() {
     let (_root, dir) = setup();
     save_states(&dir, "a", 10, 3).unwrap();
+    let a_epoch = |e: u64| job_path(&dir, "a").join(epoch_dir_name(e));
     // An uncommitted epoch of job a too (a crash before its commit).
-    fs::remove_file(epoch_path(&dir, 3).join(COMMIT_MARKER)).unwrap();
+    fs::remove_file(a_epoch(3).join(COMMIT_MARKER)).unwrap();
     save_states(&dir, "b", 1, 3).unwrap();
     for e in 1..=2 {
-        assert!(
-            epoch_path(&dir, e).join(COMMIT_MARKER).exists(),
-            "epoch {e}"
-        );
+        assert!(a_epoch(e).join(COMMIT_MARKER).exists(), "epoch {e}");
     }
-    assert!(rank_path(&dir, 3).exists());
-    // Job b keeps one epoch of its own.
+    assert!(a_epoch(3).join(rank_file_name(0)).exists());
+    // Job b keeps one epoch of its own, numbered after its own epochs only.
     let (value, epoch) = restart(&dir, "b").unwrap();
-    assert_eq!((value, epoch), (3, 6));
+    assert_eq!((value, epoch), (3, 3));
     // A restart of job b that discards a damaged newer epoch of its own leaves a's alone.
     for e in 1..=2 {
-        assert!(
-            epoch_path(&dir, e).join(COMMIT_MARKER).exists(),
-            "epoch {e}"
-        );
+        assert!(a_epoch(e).join(COMMIT_MARKER).exists(), "epoch {e}");
     }
+}
+
+/// The job's own directory replaced by a link to an outside directory holding a copy
+/// of its epochs: the job refuses to start, naming the link, and touches nothing
+/// there; `rankmig inspect` reports the link and reads nothing through it.
+#[test]
+fn a_linked_job_directory_is_refused_and_nothing_behind_it_is_touched() {
+    let (root, dir) = setup();
+    save_states(&dir, "j", 10, 2).unwrap();
+    let outside = root.path().join("outside-job");
+    fs::rename(job_path(&dir, "j"), &outside).unwrap();
+    symlink(&outside, job_path(&dir, "j")).unwrap();
+    let listing = |d: &Path| {
+        let mut names: Vec<_> = fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(&outside);
+    for r in [save_states(&dir, "j", 1, 3), restart(&dir, "j").map(|_| ())] {
+        let e = r.unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert!(e.to_string().contains("job-j"), "{e}");
+    }
+    assert_eq!(listing(&outside), before);
+    assert!(outside.join(epoch_dir_name(2)).join(COMMIT_MARKER).exists());
+    let out = inspect(&dir, true);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("IGNORED"), "{}", text(&out));
+    assert!(!text(&out).contains("epoch 2"), "{}", text(&out));
 }
 
 #[test]

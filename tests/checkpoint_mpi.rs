@@ -16,6 +16,7 @@ mod common;
 use common::{checksum, children_of, jacobi, mpi_lock};
 use rand::{Rng, SeedableRng};
 use rankmig::checkpoint::epoch::{COMMIT_MARKER, epoch_dir_name, rank_file_name};
+use rankmig::checkpoint::job_dir::job_epochs_dir;
 
 /// Grid and length of the small runs (about half a second each).
 const SMALL: &[&str] = &["--size", "256", "--iters", "500"];
@@ -93,9 +94,10 @@ fn committed_run() -> tempfile::TempDir {
         dir
     });
     let copy = tempfile::tempdir().expect("tempdir");
+    fs::create_dir(small_job_dir(copy.path())).expect("mkdir");
     for epoch in 1..=5 {
-        let from = template.path().join(epoch_dir_name(epoch));
-        let to = copy.path().join(epoch_dir_name(epoch));
+        let from = small_job_dir(template.path()).join(epoch_dir_name(epoch));
+        let to = small_job_dir(copy.path()).join(epoch_dir_name(epoch));
         fs::create_dir(&to).expect("mkdir");
         for entry in fs::read_dir(&from).expect("epoch dir") {
             let entry = entry.expect("entry");
@@ -105,8 +107,16 @@ fn committed_run() -> tempfile::TempDir {
     copy
 }
 
+/// The directory of `SMALL`'s epochs (jacobi names its job after the grid size) in
+/// the checkpoint directory `dir`.
+fn small_job_dir(dir: &Path) -> PathBuf {
+    job_epochs_dir(dir, "jacobi-n256")
+}
+
 fn rank_file(dir: &Path, epoch: u64, rank: u32) -> PathBuf {
-    dir.join(epoch_dir_name(epoch)).join(rank_file_name(rank))
+    small_job_dir(dir)
+        .join(epoch_dir_name(epoch))
+        .join(rank_file_name(rank))
 }
 
 /// Restarts `SMALL` from `dir` and checks it restored `epoch` and ends bit-exact.
@@ -132,9 +142,9 @@ fn committed_epochs_inspect_clean() {
     let _g = mpi_lock();
     let dir = committed_run();
     let report = rankmig::checkpoint::inspect(dir.path(), true).expect("inspect");
-    assert_eq!(report.epochs.len(), 5, "{report}");
+    assert_eq!(report.epochs().count(), 5, "{report}");
     assert!(!report.has_corruption(), "{report}");
-    for e in &report.epochs {
+    for e in report.epochs() {
         assert!(e.is_complete() && e.files.len() == 4, "{report}");
     }
 }
@@ -175,7 +185,12 @@ fn missing_rank_file_skips_to_previous_epoch() {
 fn missing_commit_marker_skips_to_previous_epoch() {
     let _g = mpi_lock();
     let dir = committed_run();
-    fs::remove_file(dir.path().join(epoch_dir_name(5)).join(COMMIT_MARKER)).expect("remove");
+    fs::remove_file(
+        small_job_dir(dir.path())
+            .join(epoch_dir_name(5))
+            .join(COMMIT_MARKER),
+    )
+    .expect("remove");
     // and a damaged epoch 4 on one rank only: all ranks must agree on epoch 3
     let f = fs::OpenOptions::new()
         .write(true)
@@ -233,16 +248,25 @@ fn write_in_progress(dir: &Path) -> bool {
     })
 }
 
+/// The epoch directories of every job directory of `dir`.
 fn epoch_dirs(dir: &Path) -> impl Iterator<Item = PathBuf> {
-    fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
+    let entries = |d: PathBuf| {
+        fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+    };
+    let named = |prefix: &'static str| {
+        move |p: &PathBuf| {
             p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("epoch-"))
-        })
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        }
+    };
+    entries(dir.to_path_buf())
+        .filter(named("job-"))
+        .flat_map(entries)
+        .filter(named("epoch-"))
 }
 
 /// Starts a checkpointing run, waits until `ready(dir)` (after a first commit), kills
@@ -319,9 +343,9 @@ fn time_interval_saves_at_the_same_iteration_on_every_rank() {
     ];
     assert_eq!(checksum(&run(4, &args, &env)), reference(&args));
     let report = rankmig::checkpoint::inspect(dir.path(), true).expect("inspect");
-    assert!(!report.epochs.is_empty(), "{report}");
+    assert!(report.epochs().next().is_some(), "{report}");
     assert!(!report.has_corruption(), "{report}");
-    for e in &report.epochs {
+    for e in report.epochs() {
         assert!(e.is_complete() && e.files.len() == 4, "{report}");
         let calls: Vec<u64> = e
             .files

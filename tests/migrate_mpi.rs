@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
-use common::{jacobi, mpi_lock, rankmig};
+use common::{has_committed_epoch, jacobi, mpi_lock, rankmig};
 use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
 
 const RANKS: usize = 8;
@@ -391,7 +391,7 @@ fn killed_node() -> Result<(), Hung> {
     set_availability(d, "n1 2\nn2 2\nn3 2\nn4 2\n");
     let job = start(d, &[("RANKMIG_CKPT_EVERY", "200")]);
     let ckpt: PathBuf = d.join("run/ckpt");
-    wait_for("a committed checkpoint", || committed(&ckpt))?;
+    wait_for("a committed checkpoint", || has_committed_epoch(&ckpt))?;
     // Kill every process of logical node n2 (its ranks), without notice.
     let victims: Vec<u32> = processes(d)
         .iter()
@@ -508,16 +508,6 @@ fn restart(dir: &Path) -> Job {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     Job(Some(cmd.spawn().expect("restart runs")))
-}
-
-fn committed(ckpt: &Path) -> bool {
-    fs::read_dir(ckpt).is_ok_and(|rd| {
-        rd.flatten().any(|e| {
-            e.path()
-                .join(rankmig::checkpoint::epoch::COMMIT_MARKER)
-                .exists()
-        })
-    })
 }
 
 #[test]

@@ -17,7 +17,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use common::jacobi;
+use common::{has_committed_epoch, jacobi};
 use rankmig::allocation::Allocation;
 
 /// Slurm's client configuration, once the emulated Slurm answers.
@@ -530,11 +530,7 @@ fn a_node_that_dies_under_no_kill_is_left_behind_by_auto_restart() {
     job.wait_started();
     let ckpt = job.run_dir().join("ckpt");
     wait_until("a complete checkpoint", Duration::from_secs(120), || {
-        std::fs::read_dir(&ckpt).is_ok_and(|epochs| {
-            epochs
-                .filter_map(Result::ok)
-                .any(|e| e.path().join("COMMIT").exists())
-        })
+        has_committed_epoch(&ckpt)
     });
     // Node n3 dies: its slurmd and every process on it.
     let victims: Vec<u32> = std::fs::read_dir("/proc")

@@ -1,7 +1,7 @@
 //! The checkpoint context: decides when to save, saves in the background, commits
 //! epochs collectively and restores at restart.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -11,6 +11,7 @@ use super::collective::{Collective, LocalCollective};
 use super::config::{CheckpointConfig, Interval};
 use super::epoch::{self, CommitMarker};
 use super::error::CheckpointError;
+use super::job_dir;
 use super::restore::{self, LocalFinder};
 use super::storage::{self, FORMAT_VERSION, FileHeader, HEADER_LEN};
 use super::writer::{WriteJob, WriteOutcome, Writer};
@@ -41,6 +42,9 @@ use super::writer::{WriteJob, WriteOutcome, Writer};
 #[derive(Debug)]
 pub struct CheckpointContext<C: Collective = LocalCollective> {
     config: CheckpointConfig,
+    /// This job's own sub-directory of the checkpoint directory: its epochs and
+    /// spare files (see [`job_dir`]).
+    epochs_dir: PathBuf,
     coll: C,
     calls: u64,
     next_event: u64,
@@ -92,16 +96,18 @@ impl<C: Collective> CheckpointContext<C> {
     /// empty directory path, a directory other users may write into (unless
     /// [`CheckpointConfig::allow_shared_dir`]) and an epoch number with no successor.
     pub fn new(config: CheckpointConfig, coll: C) -> Result<Self, CheckpointError> {
+        let epochs_dir = job_dir::job_epochs_dir(&config.dir, &config.job);
         let local = config
             .validate()
-            .and_then(|()| storage::prepare_dir(&config.dir, config.allow_shared_dir))
-            .and_then(|()| epoch::max_epoch(&config.dir));
+            .and_then(|()| prepare_dirs(&config, config.allow_shared_dir, &epochs_dir))
+            .and_then(|()| epoch::max_epoch(&epochs_dir));
         let max_here = restore::agree(&coll, local, "open the checkpoint directory", &config.dir)?;
         let mut a = [max_here];
         coll.all_max(&mut a);
-        let next_epoch = epoch::next_epoch(&config.dir, a[0])?;
+        let next_epoch = epoch::next_epoch(&epochs_dir, a[0])?;
         let mut ctx = Self {
             config,
+            epochs_dir,
             coll,
             calls: 0,
             next_event: 0,
@@ -134,9 +140,11 @@ impl<C: Collective> CheckpointContext<C> {
         // from its own settings, so the environment's opt-in counts here too.
         let allow_shared = config.allow_shared_dir
             || std::env::var(super::config::ENV_ALLOW_SHARED_DIR).is_ok_and(|v| v.trim() == "1");
-        storage::prepare_dir(&config.dir, allow_shared)?;
+        let epochs_dir = job_dir::job_epochs_dir(&config.dir, &config.job);
+        prepare_dirs(&config, allow_shared, &epochs_dir)?;
         Ok(Self {
             config,
+            epochs_dir,
             coll,
             calls: handover.calls,
             next_event: handover.next_event,
@@ -232,14 +240,14 @@ impl<C: Collective> CheckpointContext<C> {
     /// Restores the newest epoch valid on every rank (see
     /// [`CheckpointContext::restore_or`]). Collective.
     pub fn restore<T: DeserializeOwned>(&mut self) -> Result<T, CheckpointError> {
-        let dir = self.config.dir.clone();
+        let dir = self.epochs_dir.clone();
         let (rank, ranks) = (self.coll.rank(), self.coll.size());
         let finder = LocalFinder::new(&dir, &self.config.job, rank, ranks);
         let mut finder = restore::agree(&self.coll, finder, "list the checkpoint directory", &dir)?;
         let agreed = restore::agree_on_epoch(&self.coll, &mut finder, &dir);
         self.notes = std::mem::take(&mut finder.notes);
         let unreadable = finder.skipped_unreadable;
-        let cand = agreed?;
+        let cand = agreed.map_err(|e| self.explain_missing_checkpoint(e))?;
         let state = bincode::deserialize::<T>(&cand.bytes[HEADER_LEN..]).map_err(|source| {
             CheckpointError::Serde {
                 path: cand.path.clone(),
@@ -274,7 +282,7 @@ impl<C: Collective> CheckpointContext<C> {
             return Ok(());
         }
         let (job, ranks) = (self.config.job.clone(), self.coll.size());
-        let dir = self.config.dir.clone();
+        let dir = self.epochs_dir.clone();
         let local = if self.coll.rank() == 0 {
             epoch::list_epochs(&dir).and_then(|list| {
                 let mut left = Vec::new();
@@ -389,8 +397,8 @@ impl<C: Collective> CheckpointContext<C> {
     fn save<T: Serialize>(&mut self, state: &T) -> Result<(), CheckpointError> {
         self.wait_and_commit()?;
         let epoch = self.next_epoch;
-        let following = epoch::next_epoch(&self.config.dir, epoch)?;
-        let dir = self.config.dir.join(epoch::epoch_dir_name(epoch));
+        let following = epoch::next_epoch(&self.epochs_dir, epoch)?;
+        let dir = self.epochs_dir.join(epoch::epoch_dir_name(epoch));
         let name = epoch::rank_file_name(self.coll.rank());
         let mut buf = self.writer.take_buffer();
         buf.clear();
@@ -402,7 +410,7 @@ impl<C: Collective> CheckpointContext<C> {
             });
         }
         let header = self.header(epoch);
-        let spare = Some(epoch::spare_path(&self.config.dir, self.coll.rank()));
+        let spare = Some(epoch::spare_path(&self.epochs_dir, self.coll.rank()));
         self.writer.submit(WriteJob {
             dir,
             name,
@@ -503,7 +511,7 @@ impl<C: Collective> CheckpointContext<C> {
             local?;
             return Err(CheckpointError::EpochFailed {
                 epoch,
-                dir: self.config.dir.clone(),
+                dir: self.epochs_dir.clone(),
                 rank: failed - 1,
             });
         }
@@ -512,7 +520,7 @@ impl<C: Collective> CheckpointContext<C> {
         } else {
             Ok(Vec::new())
         };
-        let left = restore::agree(&self.coll, committed, "commit the epoch", &self.config.dir)?;
+        let left = restore::agree(&self.coll, committed, "commit the epoch", &self.epochs_dir)?;
         self.note(left);
         self.committed = Some(epoch);
         Ok(())
@@ -527,10 +535,10 @@ impl<C: Collective> CheckpointContext<C> {
             ranks: self.coll.size(),
             epoch,
         };
-        let dir = self.config.dir.join(epoch::epoch_dir_name(epoch));
+        let dir = self.epochs_dir.join(epoch::epoch_dir_name(epoch));
         marker.write(&dir)?;
         let r = epoch::apply_retention(
-            &self.config.dir,
+            &self.epochs_dir,
             self.config.keep,
             epoch,
             &self.config.job,
@@ -553,10 +561,66 @@ impl<C: Collective> CheckpointContext<C> {
         }
     }
 
+    /// Adds to a [`CheckpointError::NoCheckpoint`] what else the checkpoint directory
+    /// holds: epochs of other job names, and epochs left directly in it by a rankmig
+    /// from before job directories (not read, so as not to take another job's).
+    fn explain_missing_checkpoint(&self, e: CheckpointError) -> CheckpointError {
+        let CheckpointError::NoCheckpoint { dir, mut detail } = e else {
+            return e;
+        };
+        let top = &self.config.dir;
+        let old_layout = epoch::scan_epochs(top).map_or(0, |s| s.epochs.len());
+        if old_layout > 0 {
+            detail.push_str(&format!(
+                "; {} holds {old_layout} epoch director(ies) directly (the layout before \
+                 job directories), which are not read: to restart from them, move them \
+                 into {} (mv {}/epoch-* {}/)",
+                top.display(),
+                self.epochs_dir.display(),
+                top.display(),
+                self.epochs_dir.display()
+            ));
+        }
+        let others: Vec<String> = job_dir::scan_job_dirs(top)
+            .map(|s| s.jobs)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|j| j.job != self.config.job)
+            .map(|j| format!("{:?}", j.job))
+            .collect();
+        if !others.is_empty() {
+            detail.push_str(&format!(
+                "; {} also holds checkpoints of job(s) {} (this job is {:?}; the job name \
+                 is set with {})",
+                top.display(),
+                others.join(", "),
+                self.config.job,
+                super::config::ENV_JOB
+            ));
+        }
+        CheckpointError::NoCheckpoint { dir, detail }
+    }
+
     /// The checkpoint directory.
     pub fn dir(&self) -> &Path {
         &self.config.dir
     }
+
+    /// This job's sub-directory of the checkpoint directory, which holds its epochs
+    /// (`DIR/job-NAME`, see [`job_dir::job_dir_name`]).
+    pub fn epochs_dir(&self) -> &Path {
+        &self.epochs_dir
+    }
+}
+
+/// Creates (or checks) the checkpoint directory and this job's sub-directory in it.
+fn prepare_dirs(
+    config: &CheckpointConfig,
+    allow_shared: bool,
+    epochs_dir: &Path,
+) -> Result<(), CheckpointError> {
+    storage::prepare_dir(&config.dir, allow_shared)?;
+    storage::ensure_own_subdir(epochs_dir)
 }
 
 /// Saves the application state at a safe point if a save is due, else costs a few

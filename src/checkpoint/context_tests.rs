@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::epoch::{self, COMMIT_MARKER, epoch_dir_name, rank_file_name};
+use super::job_dir;
 use super::*;
 
 /// Ranks as threads: `all_max` through shared slots and a barrier.
@@ -114,8 +115,13 @@ fn run_ranks(size: u32, c: CheckpointConfig, iters: u64) -> Vec<Result<State, St
     })
 }
 
+/// The directory of job "t"'s epochs in the checkpoint directory `dir`.
+fn job_t(dir: &Path) -> PathBuf {
+    job_dir::job_epochs_dir(dir, "t")
+}
+
 fn epochs(dir: &Path) -> Vec<u64> {
-    epoch::list_epochs(dir)
+    epoch::list_epochs(&job_t(dir))
         .unwrap()
         .iter()
         .map(|e| e.epoch)
@@ -123,7 +129,9 @@ fn epochs(dir: &Path) -> Vec<u64> {
 }
 
 fn file(dir: &Path, epoch: u64, rank: u32) -> PathBuf {
-    dir.join(epoch_dir_name(epoch)).join(rank_file_name(rank))
+    job_t(dir)
+        .join(epoch_dir_name(epoch))
+        .join(rank_file_name(rank))
 }
 
 fn flip_last_byte(p: &Path) {
@@ -154,7 +162,7 @@ fn restart_resumes_after_saved_iteration() {
 fn crash_leaves_last_write_uncommitted() {
     let tmp = tempfile::tempdir().unwrap();
     run(cfg(tmp.path(), 5), LocalCollective, 11, false).unwrap();
-    let d2 = tmp.path().join(epoch_dir_name(2));
+    let d2 = job_t(tmp.path()).join(epoch_dir_name(2));
     assert!(file(tmp.path(), 2, 0).exists());
     assert!(!d2.join(COMMIT_MARKER).exists());
     let mut ctx =
@@ -185,7 +193,7 @@ fn retention_keeps_only_keep_epochs() {
     assert_eq!(epochs(tmp.path()), vec![5, 4]);
     let mode = {
         use std::os::unix::fs::PermissionsExt;
-        fs::metadata(tmp.path().join(epoch_dir_name(5)))
+        fs::metadata(job_t(tmp.path()).join(epoch_dir_name(5)))
             .unwrap()
             .permissions()
             .mode()
@@ -222,7 +230,7 @@ fn damaged_epochs_are_skipped_on_every_rank() {
     restart(Ok(6));
     fs::remove_file(file(&dir, 3, 2)).unwrap();
     restart(Ok(4));
-    fs::remove_file(dir.join(epoch_dir_name(2)).join(COMMIT_MARKER)).unwrap();
+    fs::remove_file(job_t(&dir).join(epoch_dir_name(2)).join(COMMIT_MARKER)).unwrap();
     restart(Ok(2));
     flip_last_byte(&file(&dir, 1, 0));
     restart(Err("no usable checkpoint"));
@@ -242,6 +250,7 @@ fn other_rank_count_is_refused_and_another_jobs_epochs_are_not_restored() {
     for r in run_ranks(2, cfg(&dir, 2).job("other").restart(true), 4) {
         let e = r.unwrap_err();
         assert!(e.contains("no usable checkpoint"), "{e}");
+        assert!(e.contains("also holds checkpoints of job(s) \"t\""), "{e}");
     }
 }
 
@@ -275,8 +284,18 @@ fn failed_write_on_one_rank_fails_the_epoch_everywhere() {
     let (at1, e1) = got[1].as_ref().unwrap_err();
     assert!(e1.contains("not a regular file but a directory"), "{e1}");
     assert_eq!(at0, at1);
-    assert!(dir.join(epoch_dir_name(1)).join(COMMIT_MARKER).exists());
-    assert!(!dir.join(epoch_dir_name(2)).join(COMMIT_MARKER).exists());
+    assert!(
+        job_t(&dir)
+            .join(epoch_dir_name(1))
+            .join(COMMIT_MARKER)
+            .exists()
+    );
+    assert!(
+        !job_t(&dir)
+            .join(epoch_dir_name(2))
+            .join(COMMIT_MARKER)
+            .exists()
+    );
 }
 
 #[test]
@@ -301,9 +320,9 @@ fn time_interval_saves_at_the_same_call_on_every_rank() {
     });
     assert_eq!(calls, vec![60; 3]);
     let report = inspect(&dir, true).unwrap();
-    assert!(report.epochs.len() >= 2, "{report}");
+    assert!(report.epochs().count() >= 2, "{report}");
     assert!(!report.has_corruption(), "{report}");
-    for e in &report.epochs {
+    for e in report.epochs() {
         assert!(e.is_complete(), "{report}");
         let iters: Vec<u64> = e
             .files
@@ -326,4 +345,64 @@ fn non_saving_call_does_not_touch_the_disk() {
     ctx.checkpoint(&0u64).unwrap();
     ctx.finalize().unwrap();
     assert_eq!(epochs(tmp.path()), vec![1]);
+}
+
+/// Issue 22: two jobs in one checkpoint directory number their epochs independently,
+/// and each restarts from its own newest epoch whatever the other wrote since.
+#[test]
+fn two_jobs_in_one_directory_number_and_restore_their_epochs_independently() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let job = |name: &str| CheckpointConfig::new(dir).job(name).every(5).keep(10);
+    let a_done = run(job("a"), LocalCollective, 12, true).unwrap();
+    run_ranks(3, job("b"), 40);
+    let numbers = |name: &str| -> Vec<u64> {
+        epoch::list_epochs(&job_dir::job_epochs_dir(dir, name))
+            .unwrap()
+            .iter()
+            .map(|e| e.epoch)
+            .collect()
+    };
+    assert_eq!(numbers("a"), [2, 1]);
+    assert_eq!(numbers("b"), [8, 7, 6, 5, 4, 3, 2, 1]);
+    // Job a restarts from its own epoch 2 (iteration 10) after b wrote 8 epochs, and
+    // goes on numbering after its own epochs, not after b's.
+    let mut ctx = CheckpointContext::new(job("a").restart(true), LocalCollective).unwrap();
+    let state: State = ctx.restore().unwrap();
+    assert_eq!((state.iter, ctx.restored_epoch()), (10, Some(2)));
+    ctx.save_now(&state).unwrap();
+    ctx.finalize().unwrap();
+    assert_eq!(ctx.last_committed(), Some(3));
+    drop(ctx);
+    assert_eq!(numbers("a"), [3, 2, 1]);
+    assert_eq!(
+        numbers("b"),
+        [8, 7, 6, 5, 4, 3, 2, 1],
+        "job b's epochs untouched"
+    );
+    let again = run(job("a").restart(true), LocalCollective, 12, true).unwrap();
+    assert_eq!(again, a_done);
+}
+
+/// A checkpoint directory of the layout before job directories is not read, and the
+/// error says how to move its epochs into the job's directory.
+#[test]
+fn epochs_left_directly_in_the_directory_are_named_in_the_restart_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    run(cfg(tmp.path(), 5), LocalCollective, 12, true).unwrap();
+    for e in epochs(tmp.path()) {
+        let name = epoch_dir_name(e);
+        fs::rename(job_t(tmp.path()).join(&name), tmp.path().join(&name)).unwrap();
+    }
+    let e = run(cfg(tmp.path(), 5).restart(true), LocalCollective, 12, true).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, CheckpointError::NoCheckpoint { .. }), "{text}");
+    assert!(
+        text.contains("holds 2 epoch director(ies) directly"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("mv {}/epoch-*", tmp.path().display())),
+        "{text}"
+    );
 }

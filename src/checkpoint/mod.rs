@@ -35,10 +35,13 @@
 //! `RANKMIG_CKPT_KEEP`, `RANKMIG_RESTART=1`, `RANKMIG_CKPT_JOB`,
 //! `RANKMIG_CKPT_ALLOW_SHARED_DIR=1` (see [`config`]).
 //!
-//! Layout: `DIR/epoch-000000000042/rank-000003.ckpt` (one file per rank, see
-//! [`storage`] for the header), `DIR/epoch-.../COMMIT` (the commit marker, see
-//! [`epoch`]), and `DIR/.spare/` (retired files overwritten in place by later saves,
-//! which is cheaper than unlinking them and allocating new ones).
+//! Layout: `DIR/job-NAME/` per job name (see [`job_dir`]), holding
+//! `epoch-000000000042/rank-000003.ckpt` (one file per rank, see [`storage`] for the
+//! header), `epoch-.../COMMIT` (the commit marker, see [`epoch`]), and `.spare/`
+//! (retired files overwritten in place by later saves, which is cheaper than unlinking
+//! them and allocating new ones). Jobs sharing `DIR` number their epochs
+//! independently; epochs lying directly in `DIR` (the layout before job directories)
+//! are not read.
 //!
 //! The directory must be visible to every rank (a shared file system) since rank 0
 //! writes the commit markers. An epoch is committed at the first collective check
@@ -58,8 +61,8 @@
 //!   [`CheckpointConfig::allow_shared_dir`]. An empty path is refused.
 //! - Nothing inside it is followed through a link: files are opened with
 //!   `O_NOFOLLOW|O_NONBLOCK` (a FIFO never blocks) and checked on the open descriptor
-//!   to be regular files of the user with one link; epoch directories and `.spare`
-//!   must be real directories of the user. Temporary files are created exclusively,
+//!   to be regular files of the user with one link; the job directory, epoch
+//!   directories and `.spare` must be real directories of the user. Temporary files are created exclusively,
 //!   mode 0600; a spare is reused only when it passes the same checks.
 //! - A read never goes past the length the file's header announces, and that length
 //!   must be the file's size.
@@ -84,6 +87,7 @@ pub mod context;
 pub mod epoch;
 pub mod error;
 pub mod inspect;
+pub mod job_dir;
 #[cfg(feature = "mpi")]
 pub mod mpi_collective;
 pub mod restore;

@@ -176,6 +176,11 @@ fn write_job(job: &mut WriteJob) -> Result<(), CheckpointError> {
     let mut head = [0u8; HEADER_LEN];
     job.header.encode(&mut head);
     job.buf[..HEADER_LEN].copy_from_slice(&head);
+    // The job directory holding the epoch is made again if it was removed meanwhile
+    // (a run directory removed while the job runs is put back without it).
+    if let Some(job_dir) = job.dir.parent() {
+        storage::ensure_own_subdir(job_dir)?;
+    }
     storage::ensure_own_subdir(&job.dir)?;
     let spare = job.spare.as_deref();
     let path = storage::write_atomic_recycling(&job.dir, &job.name, &job.buf, spare)?;

@@ -150,17 +150,9 @@ fn ranges(ranks: &[usize]) -> String {
 /// What to run after a job that did not finish: resume it from its newest complete
 /// checkpoint with `rankmig run --restart`, or, without one, run it again.
 pub fn next_step(spec: &RunSpec) -> String {
-    let newest = crate::checkpoint::inspect(&spec.ckpt_dir, false)
-        .ok()
-        .and_then(|r| {
-            r.epochs
-                .into_iter()
-                .find(|e| e.is_complete() && !e.is_damaged())
-        });
-    match newest {
-        Some(epoch) => format!(
-            "the job did not finish; its newest complete checkpoint is epoch {} in {}: resume it with `rankmig run --restart {}` (a host that is gone for good must first leave the availability file)",
-            epoch.epoch,
+    match newest_complete_checkpoint(&spec.ckpt_dir) {
+        Some((job, epoch)) => format!(
+            "the job did not finish; its newest complete checkpoint is epoch {epoch} of job {job:?} in {}: resume it with `rankmig run --restart {}` (a host that is gone for good must first leave the availability file)",
             spec.ckpt_dir.display(),
             spec.run_dir.display()
         ),
@@ -169,6 +161,30 @@ pub fn next_step(spec: &RunSpec) -> String {
             spec.ckpt_dir.display()
         ),
     }
+}
+
+/// The job and epoch of the most recently committed complete, undamaged epoch of
+/// any job directory of `ckpt_dir` (the run's ranks name their job; a run directory's
+/// own checkpoint directory holds one job).
+fn newest_complete_checkpoint(ckpt_dir: &std::path::Path) -> Option<(String, u64)> {
+    let report = crate::checkpoint::inspect(ckpt_dir, false).ok()?;
+    report
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            let job = j.job.as_ref()?;
+            let newest = j
+                .epochs
+                .iter()
+                .find(|e| e.is_complete() && !e.is_damaged())?;
+            let committed_at =
+                std::fs::metadata(newest.path.join(crate::checkpoint::epoch::COMMIT_MARKER))
+                    .and_then(|m| m.modified())
+                    .ok()?;
+            Some((committed_at, job.clone(), newest.epoch))
+        })
+        .max_by_key(|(at, _, _)| *at)
+        .map(|(_, job, epoch)| (job, epoch))
 }
 
 #[cfg(test)]

@@ -14,6 +14,11 @@ pub fn mpi_lock() -> MutexGuard<'static, ()> {
     MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// True once the checkpoint directory `ckpt` holds a committed epoch (of any job).
+pub fn has_committed_epoch(ckpt: &Path) -> bool {
+    rankmig::checkpoint::inspect(ckpt, false).is_ok_and(|r| r.epochs().any(|e| e.is_complete()))
+}
+
 /// Path of the jacobi example next to this test binary, built once.
 pub fn jacobi() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();

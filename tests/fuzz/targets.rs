@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rankmig::availability::{Availability, AvailabilityFormat, MAX_CORES_PER_NODE, is_hostname};
 use rankmig::checkpoint::epoch::{CommitMarker, parse_epoch_dir_name, parse_rank_file_name};
+use rankmig::checkpoint::job_dir::{job_dir_name, parse_job_dir_name};
 use rankmig::checkpoint::storage::{FileHeader, HEADER_LEN, payload_checksum};
 use rankmig::matrix::{CommMatrix, MAX_RANKS, MAX_TOTAL_VOLUME, MatrixFormat};
 use rankmig::planner::Placement;
@@ -124,7 +125,7 @@ pub fn all() -> Vec<Target> {
         Target {
             name: "checkpoint",
             seeds: vec![header_seed(), marker_seed()],
-            tokens: &["format=", "job=", "ranks=", "epoch=", "epoch-", "rank-", ".ckpt"],
+            tokens: &["format=", "job=", "ranks=", "epoch=", "epoch-", "rank-", ".ckpt", "job-", "%2F"],
             run: run_checkpoint,
         },
         Target {
@@ -312,6 +313,13 @@ fn run_checkpoint(_: &Scratch, index: u64, data: &[u8]) -> Result<(), String> {
         && parse_epoch_dir_name(&rankmig::checkpoint::epoch::epoch_dir_name(epoch)) != Some(epoch)
     {
         return Err(format!("epoch name {first_line:?}"));
+    }
+    if let Some(job) = parse_job_dir_name(first_line)
+        && job_dir_name(&job) != first_line
+    {
+        return Err(format!(
+            "job directory name {first_line:?} read as job {job:?}"
+        ));
     }
     if let Some(rank) = parse_rank_file_name(first_line)
         && parse_rank_file_name(&rankmig::checkpoint::epoch::rank_file_name(rank)) != Some(rank)
