@@ -226,6 +226,45 @@ fn four_rank_checkpoint_is_refused_by_eight_ranks() {
     );
 }
 
+/// Issue 22's case: job A (2 ranks) commits epochs, job B (4 ranks, another grid
+/// size, so another job name) commits more in the same directory, then A restarts:
+/// it restores its own newest epoch and ends bit-exact, and each job's epochs are
+/// numbered from 1 in its own directory, B's untouched by A's restart.
+#[test]
+fn two_jobs_in_one_directory_each_restart_from_their_own_newest_epoch() {
+    let _g = mpi_lock();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a_args = ["--size", "96", "--iters", "300"];
+    let b_args = ["--size", "64", "--iters", "500"];
+    let every = |n: &str| {
+        vec![
+            dir_env(dir.path()),
+            ("RANKMIG_CKPT_EVERY", n.into()),
+            ("RANKMIG_CKPT_KEEP", "20".into()),
+        ]
+    };
+    let numbers = |job: &str| -> Vec<u64> {
+        let report = rankmig::checkpoint::inspect(dir.path(), true).expect("inspect");
+        assert!(!report.has_corruption(), "{report}");
+        report
+            .job(job)
+            .map(|j| j.epochs.iter().map(|e| e.epoch).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        checksum(&run(2, &a_args, &every("100"))),
+        reference(&a_args)
+    );
+    assert_eq!(checksum(&run(4, &b_args, &every("50"))), reference(&b_args));
+    assert_eq!(numbers("jacobi-n96"), [3, 2, 1]);
+    assert_eq!(numbers("jacobi-n64"), [10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
+    let out = run(2, &a_args, &restart_env(dir.path()));
+    let err = stderr(&out);
+    assert_eq!(checksum(&out), reference(&a_args), "{err}");
+    assert!(err.contains("restored epoch 3 at iteration 300"), "{err}");
+    assert_eq!(numbers("jacobi-n64"), [10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
+}
+
 /// SIGKILLs the children of `mpirun` (the ranks; each is in its own process group).
 fn kill_ranks(mpirun_pid: u32) {
     for rank in children_of(mpirun_pid) {
