@@ -494,6 +494,109 @@ fn killed_during_spawn() -> Result<(), Hung> {
     Ok(())
 }
 
+#[test]
+fn a_rank_killed_during_the_state_transfer_stops_the_job_which_restarts_from_before_the_migration()
+{
+    let _lock = mpi_lock();
+    retry_on_hang(killed_during_transfer);
+}
+
+/// The replacement processes stop themselves (SIGSTOP) right after `MPI_Init`, so the
+/// spawn is complete and every original rank waits in the state transfer; then a
+/// leaving original rank is SIGKILLed. The job must stop with no migration recorded,
+/// leave no process of its own, say how to resume, and `--restart` must go on from
+/// the checkpoint committed before the spawn with a plain run's result.
+fn killed_during_transfer() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let stopper = d.join("stop_after_mpi_init.so");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/stop_after_mpi_init.c");
+    let built = Command::new("mpicc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&stopper)
+        .arg(&source)
+        .status();
+    assert!(
+        built.is_ok_and(|s| s.success()),
+        "mpicc could not build {}",
+        source.display()
+    );
+    let pids = d.join("replacements");
+    let spawned = d.join("stops-after-init");
+    let script = format!(
+        "#!/bin/sh\necho $$ >> '{}'\nLD_PRELOAD='{}' exec '{}' \"$@\"\n",
+        pids.display(),
+        stopper.display(),
+        jacobi().display()
+    );
+    write_script(&spawned, &script);
+    set_availability(d, "n1 4\nn2 4\n");
+    let job = start(d, &[("RANKMIG_SPAWN_PROGRAM", spawned.to_str().unwrap())]);
+    wait_for("the first availability check", || first_check_done(d))?;
+    set_availability(d, "n1 4\nn3 4\n");
+    let replacements = || -> Vec<u32> {
+        let text = fs::read_to_string(&pids).unwrap_or_default();
+        text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+    };
+    // n2's 4 ranks move: their 4 replacements stopped after MPI_Init, and rank 0
+    // back from its spawn call.
+    wait_for("4 replacements stopped in the state transfer", || {
+        let r = replacements();
+        r.len() == 4
+            && r.iter().all(|&pid| process_state(pid) == Some('T'))
+            && !d.join("run/spawn-in-progress").exists()
+    })?;
+    let victim = processes(d)
+        .iter()
+        .find(|p| p.2 == "n2" && p.3 == "start")
+        .map(|p| p.1)
+        .expect("a rank started on n2");
+    let _ = Command::new("kill")
+        .args(["-KILL", &victim.to_string()])
+        .status();
+    let out = job.finish()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("resume it with `rankmig run --restart"),
+        "no next step in: {stderr}"
+    );
+    assert!(
+        records(d).iter().all(|r| r.outcome != "migrated"),
+        "the kill came after the transfer: {:?}",
+        records(d)
+    );
+    for pid in replacements() {
+        assert!(
+            matches!(process_state(pid), None | Some('Z')),
+            "replacement {pid} left behind ({:?})",
+            process_state(pid)
+        );
+    }
+    let restarted = restart(d);
+    wait_for("the restart", || {
+        processes(d).iter().filter(|p| p.3 == "start").count() >= 2 * RANKS
+    })?;
+    let out = stop_and_finish(restarted, d)?;
+    assert_result_of_a_plain_run(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("restored epoch"), "{stderr}");
+    let finished: Vec<_> = processes(d)
+        .into_iter()
+        .filter(|p| p.3 == "finish")
+        .collect();
+    assert_eq!(finished.len(), RANKS, "{finished:?}");
+    assert!(finished.iter().all(|p| p.2 != "n2"), "{finished:?}");
+    Ok(())
+}
+
+/// The state letter of process `pid` (`R`, `S`, `T`, `Z`, ...), `None` when it is gone.
+fn process_state(pid: u32) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name in parentheses may hold spaces: the state follows the last ')'.
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
 /// Writes the shell script `text` to `path`, executable.
 fn write_script(path: &Path, text: &str) {
     fs::write(path, text).unwrap();
