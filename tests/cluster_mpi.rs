@@ -74,7 +74,19 @@ impl Cluster {
     /// `rankmig run` on the emulated cluster, in the background, with `--node-topology`
     /// if given (else the hosts' live trees, gathered from the ranks).
     fn launch(&self, ranks: usize, extra: &[&str], node_topology: Option<&str>) -> Child {
+        self.launch_with(ranks, extra, node_topology, &[])
+    }
+
+    /// [`Cluster::launch`] with variables added to `rankmig run`'s environment.
+    fn launch_with(
+        &self,
+        ranks: usize,
+        extra: &[&str],
+        node_topology: Option<&str>,
+        env: &[(&str, &Path)],
+    ) -> Child {
         let mut cmd = self.rankmig();
+        cmd.envs(env.iter().copied());
         cmd.args([
             "run",
             "-n",
@@ -471,6 +483,61 @@ fn a_dead_host_is_left_by_an_automatic_restart() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("host(s) h2 lost"), "{stderr}");
     assert!(out.status.success(), "{stderr}");
+}
+
+/// (issue 22) A rank SIGKILLed during the state transfer of a live migration across
+/// hosts: the replacements on h3 stop themselves right after `MPI_Init` (the spawn is
+/// complete, the originals wait in the transfer), then a leaving rank on h2 is killed.
+/// The job stops with no migration recorded, its replacements end, and `--restart`
+/// resumes from the checkpoint committed before the spawn, on h1 and h3 (read from
+/// outside), with a plain run's result. Where the MPI moves ranks across hosts by a
+/// relaunch (Open MPI 5), there is no state transfer: skipped.
+#[test]
+fn a_rank_killed_during_the_state_transfer_then_restart() {
+    if !namespaces_available() || !migrates_live_across_hosts() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let cluster = Cluster::new(&["h1", "h2", "h3"], "h1 2\nh2 2\n");
+    let spawns = common::StoppingSpawns::build(cluster.dir.path(), jacobi());
+    let env = [("RANKMIG_SPAWN_PROGRAM", spawns.script.as_path())];
+    let tree = Some("synthetic:core:4 pu:1");
+    let child = cluster.launch_with(4, &[], tree, &env);
+    let root = child.id();
+    wait_until("the job to start", Duration::from_secs(60), || {
+        started(&cluster)
+    });
+    cluster.edit("h1 2\nh3 2\n");
+    wait_until(
+        "2 replacements stopped in the state transfer",
+        Duration::from_secs(120),
+        || spawns.all_stopped(2) && !cluster.run_dir().join("spawn-in-progress").exists(),
+    );
+    let victim = live_hosts(root)
+        .into_iter()
+        .find(|(_, host)| host == "h2")
+        .map(|(pid, _)| pid)
+        .expect("a rank on h2");
+    // SAFETY: kill(2) on a process of the job this test started.
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    let out = child.wait_with_output().expect("rankmig run output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("resume it with `rankmig run --restart"),
+        "{stderr}"
+    );
+    assert!(
+        cluster.records().iter().all(|r| r["outcome"] != "migrated"),
+        "the kill came after the transfer: {:?}",
+        cluster.records()
+    );
+    wait_until("the replacements to end", Duration::from_secs(20), || {
+        spawns.pids().into_iter().all(is_zombie)
+    });
+    let out = restarted_without(&cluster, cluster.restart(), "h2");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("restored epoch"), "{stderr}");
 }
 
 /// Without `--node-topology` each host is planned on its own live hwloc tree, gathered

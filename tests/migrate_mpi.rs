@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
-use common::{has_committed_epoch, jacobi, mpi_lock, rankmig};
+use common::{StoppingSpawns, has_committed_epoch, is_zombie, jacobi, mpi_lock, rankmig};
 use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
 
 const RANKS: usize = 8;
@@ -509,42 +509,16 @@ fn a_rank_killed_during_the_state_transfer_stops_the_job_which_restarts_from_bef
 fn killed_during_transfer() -> Result<(), Hung> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let stopper = d.join("stop_after_mpi_init.so");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/stop_after_mpi_init.c");
-    let built = Command::new("mpicc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&stopper)
-        .arg(&source)
-        .status();
-    assert!(
-        built.is_ok_and(|s| s.success()),
-        "mpicc could not build {}",
-        source.display()
-    );
-    let pids = d.join("replacements");
-    let spawned = d.join("stops-after-init");
-    let script = format!(
-        "#!/bin/sh\necho $$ >> '{}'\nLD_PRELOAD='{}' exec '{}' \"$@\"\n",
-        pids.display(),
-        stopper.display(),
-        jacobi().display()
-    );
-    write_script(&spawned, &script);
+    let spawns = StoppingSpawns::build(d, jacobi());
     set_availability(d, "n1 4\nn2 4\n");
-    let job = start(d, &[("RANKMIG_SPAWN_PROGRAM", spawned.to_str().unwrap())]);
+    let script = spawns.script.to_str().unwrap();
+    let job = start(d, &[("RANKMIG_SPAWN_PROGRAM", script)]);
     wait_for("the first availability check", || first_check_done(d))?;
     set_availability(d, "n1 4\nn3 4\n");
-    let replacements = || -> Vec<u32> {
-        let text = fs::read_to_string(&pids).unwrap_or_default();
-        text.lines().filter_map(|l| l.trim().parse().ok()).collect()
-    };
     // n2's 4 ranks move: their 4 replacements stopped after MPI_Init, and rank 0
     // back from its spawn call.
     wait_for("4 replacements stopped in the state transfer", || {
-        let r = replacements();
-        r.len() == 4
-            && r.iter().all(|&pid| process_state(pid) == Some('T'))
-            && !d.join("run/spawn-in-progress").exists()
+        spawns.all_stopped(4) && !d.join("run/spawn-in-progress").exists()
     })?;
     let victim = processes(d)
         .iter()
@@ -566,12 +540,8 @@ fn killed_during_transfer() -> Result<(), Hung> {
         "the kill came after the transfer: {:?}",
         records(d)
     );
-    for pid in replacements() {
-        assert!(
-            matches!(process_state(pid), None | Some('Z')),
-            "replacement {pid} left behind ({:?})",
-            process_state(pid)
-        );
+    for pid in spawns.pids() {
+        assert!(is_zombie(pid), "replacement {pid} left behind");
     }
     let restarted = restart(d);
     wait_for("the restart", || {
@@ -588,13 +558,6 @@ fn killed_during_transfer() -> Result<(), Hung> {
     assert_eq!(finished.len(), RANKS, "{finished:?}");
     assert!(finished.iter().all(|p| p.2 != "n2"), "{finished:?}");
     Ok(())
-}
-
-/// The state letter of process `pid` (`R`, `S`, `T`, `Z`, ...), `None` when it is gone.
-fn process_state(pid: u32) -> Option<char> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name in parentheses may hold spaces: the state follows the last ')'.
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
 /// Writes the shell script `text` to `path`, executable.

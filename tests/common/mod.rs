@@ -222,3 +222,64 @@ pub fn assert_same_as_plain_run(
         .expect("plain launch");
     assert_eq!(got, checksum(&plain), "after {iterations} iterations");
 }
+
+/// The state letter of process `pid` from `/proc` (`R`, `S`, `T` stopped, `Z`, ...),
+/// `None` when it is gone.
+pub fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name in parentheses may hold spaces: the state follows the last ')'.
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// A spawn program for `RANKMIG_SPAWN_PROGRAM` whose processes stop themselves
+/// (SIGSTOP) right after `MPI_Init` (`tests/c/stop_after_mpi_init.c`, built with the
+/// `mpicc` of the MPI under test and preloaded): the spawn of a migration completes,
+/// and every original rank then waits in the state transfer for as long as a test
+/// wants. Each process notes its pid first.
+pub struct StoppingSpawns {
+    /// The script to give as `RANKMIG_SPAWN_PROGRAM`.
+    pub script: PathBuf,
+    pids: PathBuf,
+}
+
+impl StoppingSpawns {
+    /// Builds the preload library and the script in `dir`, the script running `program`.
+    pub fn build(dir: &Path, program: &Path) -> Self {
+        let library = dir.join("stop_after_mpi_init.so");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/stop_after_mpi_init.c");
+        let built = Command::new("mpicc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&library)
+            .arg(&source)
+            .status();
+        assert!(
+            built.is_ok_and(|s| s.success()),
+            "mpicc could not build {}",
+            source.display()
+        );
+        let pids = dir.join("stopping-spawn-pids");
+        let script = dir.join("stopping-spawn");
+        let text = format!(
+            "#!/bin/sh\necho $$ >> '{}'\nLD_PRELOAD='{}' exec '{}' \"$@\"\n",
+            pids.display(),
+            library.display(),
+            program.display()
+        );
+        std::fs::write(&script, text).expect("spawn script");
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        Self { script, pids }
+    }
+
+    /// The pids of the processes spawned so far.
+    pub fn pids(&self) -> Vec<u32> {
+        let text = std::fs::read_to_string(&self.pids).unwrap_or_default();
+        text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+    }
+
+    /// True once `count` processes were spawned and every one is stopped.
+    pub fn all_stopped(&self, count: usize) -> bool {
+        let pids = self.pids();
+        pids.len() == count && pids.iter().all(|&p| process_state(p) == Some('T'))
+    }
+}
