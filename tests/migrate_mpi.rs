@@ -498,15 +498,31 @@ fn killed_during_spawn() -> Result<(), Hung> {
 fn a_rank_killed_during_the_state_transfer_stops_the_job_which_restarts_from_before_the_migration()
 {
     let _lock = mpi_lock();
-    retry_on_hang(killed_during_transfer);
+    retry_on_hang(|| killed_during_transfer(Victim::LeavingRank));
+}
+
+#[test]
+fn a_replacement_killed_right_after_it_starts_stops_the_job_which_restarts_from_before_the_migration()
+ {
+    let _lock = mpi_lock();
+    retry_on_hang(|| killed_during_transfer(Victim::Replacement));
+}
+
+/// Which process a test kills during a migration's state transfer.
+#[derive(Clone, Copy)]
+enum Victim {
+    /// An original rank that is leaving its node.
+    LeavingRank,
+    /// A replacement process, right after its `MPI_Init`.
+    Replacement,
 }
 
 /// The replacement processes stop themselves (SIGSTOP) right after `MPI_Init`, so the
-/// spawn is complete and every original rank waits in the state transfer; then a
-/// leaving original rank is SIGKILLed. The job must stop with no migration recorded,
-/// leave no process of its own, say how to resume, and `--restart` must go on from
-/// the checkpoint committed before the spawn with a plain run's result.
-fn killed_during_transfer() -> Result<(), Hung> {
+/// spawn is complete and every original rank waits in the state transfer; then
+/// `victim` is SIGKILLed. The job must stop with no migration recorded, leave no
+/// process of its own, say how to resume, and `--restart` must go on from the
+/// checkpoint committed before the spawn with a plain run's result.
+fn killed_during_transfer(victim: Victim) -> Result<(), Hung> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let spawns = StoppingSpawns::build(d, jacobi());
@@ -520,11 +536,14 @@ fn killed_during_transfer() -> Result<(), Hung> {
     wait_for("4 replacements stopped in the state transfer", || {
         spawns.all_stopped(4) && !d.join("run/spawn-in-progress").exists()
     })?;
-    let victim = processes(d)
-        .iter()
-        .find(|p| p.2 == "n2" && p.3 == "start")
-        .map(|p| p.1)
-        .expect("a rank started on n2");
+    let victim = match victim {
+        Victim::LeavingRank => processes(d)
+            .iter()
+            .find(|p| p.2 == "n2" && p.3 == "start")
+            .map(|p| p.1)
+            .expect("a rank started on n2"),
+        Victim::Replacement => spawns.pids()[0],
+    };
     let _ = Command::new("kill")
         .args(["-KILL", &victim.to_string()])
         .status();
