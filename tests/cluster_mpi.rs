@@ -485,59 +485,148 @@ fn a_dead_host_is_left_by_an_automatic_restart() {
     assert!(out.status.success(), "{stderr}");
 }
 
-/// (issue 22) A rank SIGKILLed during the state transfer of a live migration across
-/// hosts: the replacements on h3 stop themselves right after `MPI_Init` (the spawn is
-/// complete, the originals wait in the transfer), then a leaving rank on h2 is killed.
-/// The job stops with no migration recorded, its replacements end, and `--restart`
-/// resumes from the checkpoint committed before the spawn, on h1 and h3 (read from
-/// outside), with a plain run's result. Where the MPI moves ranks across hosts by a
-/// relaunch (Open MPI 5), there is no state transfer: skipped.
-#[test]
-fn a_rank_killed_during_the_state_transfer_then_restart() {
-    if !namespaces_available() || !migrates_live_across_hosts() {
+/// A fault during a live migration across hosts (issue 22).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fault {
+    /// A leaving rank (on h2) SIGKILLed while the spawn is in progress.
+    RankKilledDuringSpawn,
+    /// A leaving rank SIGKILLed while every rank waits in the state transfer.
+    RankKilledDuringTransfer,
+    /// A replacement (on h3) SIGKILLed right after its `MPI_Init`.
+    ReplacementKilled,
+    /// `mpirun` (the launcher) SIGKILLed during the state transfer.
+    LauncherKilled,
+    /// SIGTERM to `rankmig run` during the state transfer.
+    SigtermToRankmig,
+}
+
+impl Fault {
+    /// True when the runtime itself ends the job (its launcher killed, or told to stop
+    /// by `rankmig run`): its teardown may resume the stopped replacements before it
+    /// kills them (seen with Open MPI 4.1: the transfer then completed, 9 ms, and the
+    /// migration was recorded before the job ended), so a migration may be recorded.
+    fn ends_the_job_through_the_runtime(self) -> bool {
+        matches!(self, Fault::LauncherKilled | Fault::SigtermToRankmig)
+    }
+}
+
+/// 4 ranks on h1 and h2; h2 is taken away, and its 2 ranks start moving to h3 through
+/// a spawn program whose processes stop themselves right after `MPI_Init` (the spawn
+/// is complete, the originals wait in the state transfer) or, for the spawn fault,
+/// wait 2 s first. Then `fault`. The job must stop with no migration recorded (unless
+/// [`Fault::ends_the_job_through_the_runtime`]), say how to resume, and every process of the job
+/// (read from outside) must end; then
+/// `--restart` resumes from the checkpoint committed before the spawn, on h1 and h3,
+/// with a plain run's result. Where the MPI moves ranks across hosts by a relaunch
+/// (Open MPI 5) there is no spawn: skipped.
+fn fault_during_a_migration(fault: Fault) {
+    if !namespaces_available() {
+        return;
+    }
+    if !migrates_live_across_hosts() {
+        eprintln!(
+            "SKIPPED: {} moves ranks across hosts by a relaunch, not a spawn",
+            common::mpi().title()
+        );
         return;
     }
     let _lock = mpi_lock();
     let cluster = Cluster::new(&["h1", "h2", "h3"], "h1 2\nh2 2\n");
-    let spawns = common::StoppingSpawns::build(cluster.dir.path(), jacobi());
+    let dir = cluster.dir.path();
+    let spawns = if fault == Fault::RankKilledDuringSpawn {
+        common::StoppingSpawns::build_delayed(dir, jacobi(), 2)
+    } else {
+        common::StoppingSpawns::build(dir, jacobi())
+    };
     let env = [("RANKMIG_SPAWN_PROGRAM", spawns.script.as_path())];
-    let tree = Some("synthetic:core:4 pu:1");
-    let child = cluster.launch_with(4, &[], tree, &env);
+    let child = cluster.launch_with(4, &[], Some("synthetic:core:4 pu:1"), &env);
     let root = child.id();
     wait_until("the job to start", Duration::from_secs(60), || {
         started(&cluster)
     });
     cluster.edit("h1 2\nh3 2\n");
-    wait_until(
-        "2 replacements stopped in the state transfer",
-        Duration::from_secs(120),
-        || spawns.all_stopped(2) && !cluster.run_dir().join("spawn-in-progress").exists(),
-    );
-    let victim = live_hosts(root)
+    let spawning = || cluster.run_dir().join("spawn-in-progress").exists();
+    if fault == Fault::RankKilledDuringSpawn {
+        wait_until("the spawn", Duration::from_secs(120), || {
+            spawns.pids().len() == 2 && spawning()
+        });
+    } else {
+        wait_until(
+            "2 replacements stopped in the state transfer",
+            Duration::from_secs(120),
+            || spawns.all_stopped(2) && !spawning(),
+        );
+    }
+    let job: Vec<u32> = live_hosts(root).into_keys().chain(spawns.pids()).collect();
+    let on_h2 = live_hosts(root)
         .into_iter()
-        .find(|(_, host)| host == "h2")
-        .map(|(pid, _)| pid)
-        .expect("a rank on h2");
+        .find(|(_, h)| h == "h2")
+        .map(|(p, _)| p);
+    let (victim, signal) = match fault {
+        Fault::RankKilledDuringSpawn | Fault::RankKilledDuringTransfer => {
+            (on_h2.expect("a rank on h2"), libc::SIGKILL)
+        }
+        Fault::ReplacementKilled => (spawns.pids()[0], libc::SIGKILL),
+        Fault::LauncherKilled => (descendants(root)[0], libc::SIGKILL),
+        Fault::SigtermToRankmig => (root, libc::SIGTERM),
+    };
+    if fault == Fault::LauncherKilled {
+        let name = common::process_name(victim).unwrap_or_default();
+        let launcher = rankmig::launcher::launcher(common::mpi()).program();
+        assert!(
+            name.starts_with(launcher),
+            "rankmig run's child is {name}, not {launcher}"
+        );
+    }
     // SAFETY: kill(2) on a process of the job this test started.
-    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    unsafe { libc::kill(victim as i32, signal) };
     let out = child.wait_with_output().expect("rankmig run output");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    assert!(!out.status.success(), "{fault:?}: {stderr}");
     assert!(
         stderr.contains("resume it with `rankmig run --restart"),
-        "{stderr}"
+        "{fault:?}: {stderr}"
     );
-    assert!(
-        cluster.records().iter().all(|r| r["outcome"] != "migrated"),
-        "the kill came after the transfer: {:?}",
-        cluster.records()
+    if !fault.ends_the_job_through_the_runtime() {
+        assert!(
+            cluster.records().iter().all(|r| r["outcome"] != "migrated"),
+            "{fault:?}: the fault came after the transfer: {:?}",
+            cluster.records()
+        );
+    }
+    wait_until(
+        "every process of the job to end",
+        Duration::from_secs(30),
+        || job.iter().all(|&p| is_zombie(p)),
     );
-    wait_until("the replacements to end", Duration::from_secs(20), || {
-        spawns.pids().into_iter().all(is_zombie)
-    });
     let out = restarted_without(&cluster, cluster.restart(), "h2");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("restored epoch"), "{stderr}");
+    assert!(stderr.contains("restored epoch"), "{fault:?}: {stderr}");
+}
+
+#[test]
+fn a_rank_killed_during_a_spawn_across_hosts_then_restart() {
+    fault_during_a_migration(Fault::RankKilledDuringSpawn);
+}
+
+#[test]
+fn a_rank_killed_during_the_state_transfer_then_restart() {
+    fault_during_a_migration(Fault::RankKilledDuringTransfer);
+}
+
+#[test]
+fn a_replacement_killed_right_after_it_starts_then_restart() {
+    fault_during_a_migration(Fault::ReplacementKilled);
+}
+
+#[test]
+fn the_launcher_killed_during_a_migration_then_restart() {
+    fault_during_a_migration(Fault::LauncherKilled);
+}
+
+#[test]
+fn sigterm_to_rankmig_run_during_a_migration_then_restart() {
+    fault_during_a_migration(Fault::SigtermToRankmig);
 }
 
 /// Without `--node-topology` each host is planned on its own live hwloc tree, gathered

@@ -223,6 +223,12 @@ pub fn assert_same_as_plain_run(
     assert_eq!(got, checksum(&plain), "after {iterations} iterations");
 }
 
+/// The command name of process `pid` from `/proc` (`comm`), `None` when it is gone.
+pub fn process_name(pid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(comm.trim_end().to_owned())
+}
+
 /// The state letter of process `pid` from `/proc` (`R`, `S`, `T` stopped, `Z`, ...),
 /// `None` when it is gone.
 pub fn process_state(pid: u32) -> Option<char> {
@@ -245,6 +251,12 @@ pub struct StoppingSpawns {
 impl StoppingSpawns {
     /// Builds the preload library and the script in `dir`, the script running `program`.
     pub fn build(dir: &Path, program: &Path) -> Self {
+        Self::build_delayed(dir, program, 0)
+    }
+
+    /// [`StoppingSpawns::build`] whose processes wait `seconds` (after noting their
+    /// pid, before `program` starts): the spawn stays in progress that long.
+    pub fn build_delayed(dir: &Path, program: &Path, seconds: u32) -> Self {
         let library = dir.join("stop_after_mpi_init.so");
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/stop_after_mpi_init.c");
         let built = Command::new("mpicc")
@@ -260,7 +272,7 @@ impl StoppingSpawns {
         let pids = dir.join("stopping-spawn-pids");
         let script = dir.join("stopping-spawn");
         let text = format!(
-            "#!/bin/sh\necho $$ >> '{}'\nLD_PRELOAD='{}' exec '{}' \"$@\"\n",
+            "#!/bin/sh\necho $$ >> '{}'\nsleep {seconds}\nLD_PRELOAD='{}' exec '{}' \"$@\"\n",
             pids.display(),
             library.display(),
             program.display()
