@@ -116,7 +116,8 @@ pub fn record_line(r: &Reconfiguration) -> String {
             r.phases.transfer * 1e3,
             r.phases.rebuild * 1e3
         );
-    } else if let Some(detail) = &r.detail {
+    } else if let Some(detail) = r.detail.as_ref().filter(|d| **d != r.change) {
+        // A refused edit's change is its reason already: said once.
         let _ = write!(line, ": {detail}");
     }
     line
@@ -205,5 +206,17 @@ mod tests {
         assert!(lines[0].contains("n1 -> n3: ranks 0-1"), "{}", lines[0]);
         assert!(lines[0].contains("spawn 500 ms"), "{}", lines[0]);
         assert!(reader.new_lines().is_empty(), "a record is reported once");
+    }
+
+    #[test]
+    fn a_refusal_whose_change_is_its_reason_says_it_once() {
+        let why = "av: no cores available at all; the job keeps its current placement";
+        let record = format!(
+            r#"{{"index":1,"iteration":5,"at_seconds":1.0,"change":"{why}","nodes":0,"outcome":"refused","detail":"{why}","moves":0,"minimum_moves":0,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.0,"phases":{{"spawn":0.0,"transfer":0.0,"rebuild":0.0}},"state_bytes":0,"moved":[]}}"#
+        );
+        let r: Reconfiguration = serde_json::from_str(&record).expect("record");
+        let line = record_line(&r);
+        assert_eq!(line.matches(why).count(), 1, "{line}");
+        assert!(line.ends_with("-> refused"), "{line}");
     }
 }
