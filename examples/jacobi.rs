@@ -77,6 +77,12 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
+    // rankmig's library reports through the `log` crate (a rank not on its planned
+    // host, an abandoned migration, checkpoint notes): warnings are shown unless
+    // RUST_LOG says otherwise.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format_timestamp(None)
+        .init();
     let Some(universe) = mpi::initialize() else {
         eprintln!("jacobi: MPI could not be initialised");
         return ExitCode::FAILURE;

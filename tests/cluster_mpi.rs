@@ -398,6 +398,49 @@ fn ranks_follow_the_availability_across_hosts() {
     assert!(moves.total() >= 2, "{:?}", cluster.records());
     let out = finish(&cluster, child);
     assert_result_of_a_plain_run(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains(MISPLACED), "{stderr}");
+}
+
+/// What a rank says when it does not run on the host its placement names.
+const MISPLACED: &str = "its placement puts it on";
+
+/// A launcher told to map the ranks otherwise than the plan (MPICH's `-ppn 1` deals
+/// them round-robin: rank 1 on h2, rank 2 on h1, read from outside) : each misplaced
+/// rank says where it runs and where its placement puts it; the others say nothing.
+/// Only MPICH has such an option that rankmig's own mapping does not override.
+#[test]
+fn a_rank_the_launcher_maps_elsewhere_says_so() {
+    if !namespaces_available() {
+        return;
+    }
+    if common::mpi() != rankmig::launcher::MpiImplementation::Mpich {
+        eprintln!("SKIPPED: only MPICH's -ppn maps the ranks otherwise than rankmig's host file");
+        return;
+    }
+    let _lock = mpi_lock();
+    let cluster = Cluster::new(&["h1", "h2"], "h1 2\nh2 2\n");
+    let child = cluster.start(4, &["--mpirun-arg=-ppn", "--mpirun-arg=1"]);
+    let root = child.id();
+    wait_until("the job to start", Duration::from_secs(60), || {
+        started(&cluster) && live_hosts(root).len() == 4
+    });
+    let planned = cluster.planned("placement-0.txt");
+    let live = per_host(&live_hosts(root));
+    assert_eq!(live, planned, "as many ranks per host, ranks swapped");
+    let out = finish(&cluster, child);
+    assert_result_of_a_plain_run(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches(MISPLACED).count(), 2, "{stderr}");
+    assert!(
+        stderr.contains("rank 1 (process")
+            && stderr.contains("runs on host h2, its placement puts it on h1"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("runs on host h1, its placement puts it on h2"),
+        "{stderr}"
+    );
 }
 
 #[test]

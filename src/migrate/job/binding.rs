@@ -1,4 +1,5 @@
-//! Binding a rank to its planned core with hwloc.
+//! Checking that a rank runs on its planned host, and binding it to its planned core
+//! with hwloc.
 
 use mpi::traits::Communicator;
 
@@ -7,6 +8,28 @@ use crate::monitor;
 use super::Job;
 
 impl Job {
+    /// In multi-host mode, warns when this process does not run on the host its
+    /// placement names: the launcher mapped it elsewhere (before rankmig placed MPICH's
+    /// ranks in one block per host under Slurm, srun put 3 ranks planned on n4 on n3;
+    /// only `nsenter` from outside showed it). The job runs on, but the plan's
+    /// communication costs and the core it binds to assume the planned host.
+    pub(super) fn warn_if_not_on_planned_host(&self) {
+        if !self.settings.multi_host() {
+            return;
+        }
+        let here = monitor::location::hostname();
+        if !same_host(&here, &self.location.node) {
+            log::warn!(
+                "rank {} (process {}) runs on host {here}, its placement puts it on {}: the launcher ({}) mapped it elsewhere; the plan's communication costs and its core binding assume {}",
+                self.comm.rank(),
+                std::process::id(),
+                self.location.node,
+                self.launcher().program(),
+                self.location.node
+            );
+        }
+    }
+
     /// Binds this process to the real core of its planned location (best effort: a
     /// failure is reported and the rank runs unbound).
     ///
@@ -49,5 +72,26 @@ impl Job {
         {
             log::warn!("rank {}: {e}", self.comm.rank());
         }
+    }
+}
+
+/// Whether host names `a` and `b` name one host: equal, or equal up to the first dot
+/// (`node01` and `node01.cluster`: a host file may give either form).
+fn same_host(a: &str, b: &str) -> bool {
+    let short = |h: &str| h.split('.').next().unwrap_or(h).to_ascii_lowercase();
+    a == b || short(a) == short(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_host;
+
+    #[test]
+    fn host_names_match_up_to_the_domain() {
+        assert!(same_host("n1", "n1"));
+        assert!(same_host("node01", "node01.cluster.example"));
+        assert!(same_host("NODE01.a", "node01"));
+        assert!(!same_host("n1", "n10"));
+        assert!(!same_host("n1.a", "n2.a"));
     }
 }

@@ -193,6 +193,7 @@ impl Job {
             }
             job.watcher = Some(watcher);
         }
+        job.warn_if_not_on_planned_host();
         job.bind();
         job.note_process("start");
         Ok(job)
@@ -243,6 +244,7 @@ impl Job {
             comm_changed: false,
             _universe: None,
         };
+        job.warn_if_not_on_planned_host();
         job.bind();
         job.note_process("arrived");
         Ok(job)
