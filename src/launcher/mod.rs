@@ -269,6 +269,13 @@ pub trait Launcher: Sync {
         }
     }
 
+    /// Launcher options that carry `vars` (the variables of [`Launcher::slurm_settings`]
+    /// and the caller's) where the launcher does not read them from its environment;
+    /// they come before the user's own options. None by default.
+    fn slurm_options(&self, _vars: &[(String, String)]) -> Vec<String> {
+        Vec::new()
+    }
+
     /// True when, inside a Slurm job and in the environment `get`, the launcher starts
     /// its daemons with `srun`, ranks host by host in the allocation's order, and
     /// refuses a hostfile that names a host twice: a launch there places each host's

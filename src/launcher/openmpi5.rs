@@ -54,6 +54,8 @@ pub struct OpenMpi5;
 
 /// The variable naming PRRTE's ssh agent.
 const AGENT_VARIABLE: &str = "PRTE_MCA_plm_ssh_agent";
+/// PRRTE's extra options for the `srun` that starts its daemons inside a Slurm job.
+const SLURM_SRUN_ARGS_VARIABLE: &str = "PRTE_MCA_plm_slurm_args";
 
 impl Launcher for OpenMpi5 {
     fn implementation(&self) -> MpiImplementation {
@@ -122,7 +124,23 @@ impl Launcher for OpenMpi5 {
 
     /// PRRTE's `plm_slurm_args`.
     fn slurm_srun_args_variable(&self) -> &'static str {
-        "PRTE_MCA_plm_slurm_args"
+        SLURM_SRUN_ARGS_VARIABLE
+    }
+
+    /// `--prtemca plm_slurm_args VALUE` (from `vars`, else from this process's
+    /// environment): prterun 3.0.14 ignores that parameter in its
+    /// environment (its `srun` line had no `--overlap`, and the relaunch after a node
+    /// failure waited for the lost launch's step until a stall stopped it); given on
+    /// its command line it is used.
+    fn slurm_options(&self, vars: &[(String, String)]) -> Vec<String> {
+        let value = vars
+            .iter()
+            .find(|(k, _)| k == SLURM_SRUN_ARGS_VARIABLE)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(SLURM_SRUN_ARGS_VARIABLE).ok());
+        value.map_or_else(Vec::new, |v| {
+            vec!["--prtemca".to_owned(), "plm_slurm_args".to_owned(), v]
+        })
     }
 
     fn agent_variable(&self) -> &'static str {
@@ -169,5 +187,29 @@ impl Launcher for OpenMpi5 {
             add_hosts: true,
             spawn_across_daemons: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_srun_options_go_on_prteruns_command_line() {
+        let vars = OpenMpi5.slurm_settings(&|_| None);
+        assert_eq!(
+            OpenMpi5.slurm_options(&vars),
+            ["--prtemca", "plm_slurm_args", "--overlap"]
+        );
+        let own = [(
+            SLURM_SRUN_ARGS_VARIABLE.to_owned(),
+            "--exclusive".to_owned(),
+        )];
+        assert!(
+            OpenMpi5
+                .slurm_settings(&|k| (k == SLURM_SRUN_ARGS_VARIABLE).then(|| "--exclusive".into()))
+                .is_empty()
+        );
+        assert_eq!(OpenMpi5.slurm_options(&own)[2], "--exclusive");
     }
 }

@@ -364,15 +364,17 @@ pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
         crate::migrate::settings::ENV_PLANNED_AVAILABILITY.to_owned(),
         planned_path.display().to_string(),
     ));
-    let user_args = user_launcher_args(spec);
+    let slurm_vars = slurm_environment(spec);
+    let mut launcher_args = launcher.slurm_options(&slurm_vars);
+    launcher_args.extend(user_launcher_args(spec));
     let mut cmd = launcher.command(&JobLaunch {
         placement: &placement,
         hostfile: hostfile.as_deref(),
         env: &env,
-        user_args: &user_args,
+        user_args: &launcher_args,
         program: &spec.program,
     });
-    cmd.envs(slurm_environment(spec));
+    cmd.envs(slurm_vars);
     // The binary sets it for its own error messages; in the ranks it would make every
     // topology load redirect their standard error for a moment.
     cmd.env_remove("HWLOC_SYNTHETIC_VERBOSE");
