@@ -49,11 +49,8 @@ for impl in ${RANKMIG_TEST_MPIS-mpich openmpi5}; do
     cargo test --release --no-fail-fast --test linked_mpi --test cluster_mpi
   step "C interface on the emulated cluster ($impl)" "${with_impl[@]}" \
     cargo test --release --no-fail-fast --test c_programs -- a_c_program_migrates_live
-  # Under the emulated Slurm: Open MPI 4.1 (above) and MPICH; Open MPI 5 is not tried
-  # there yet.
-  if [ "$impl" = mpich ]; then
-    step "Slurm ($impl)" "${with_impl[@]}" cargo test --release --no-fail-fast --test slurm_rms
-  fi
+  # Under the emulated Slurm, as Open MPI 4.1 above.
+  step "Slurm ($impl)" "${with_impl[@]}" cargo test --release --no-fail-fast --test slurm_rms
 done
 
 if [ ${#failed[@]} -gt 0 ]; then

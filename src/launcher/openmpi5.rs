@@ -87,7 +87,8 @@ impl Launcher for OpenMpi5 {
 
     /// `mpirun`: as root if need be, ULFM on, asynchronous finalize, no binding, each
     /// variable with `-x`, the user's options, then one application context per run of
-    /// ranks on one host (multi-host) or all ranks oversubscribed on this host.
+    /// ranks on one host (multi-host, oversubscription allowed) or all ranks
+    /// oversubscribed on this host.
     fn command(&self, job: &JobLaunch<'_>) -> Command {
         let mut cmd = Command::new(self.program());
         if running_as_root() {
@@ -102,7 +103,13 @@ impl Launcher for OpenMpi5 {
         cmd.args(job.user_args);
         match job.hostfile {
             Some(hostfile) => {
-                cmd.arg("--hostfile").arg(hostfile);
+                // A plan may put more ranks on a host than it has slots (the rank
+                // count stays when hosts go): inside a Slurm job PRRTE counts the
+                // job's CPUs per node as slots and refused 4 ranks on a node of 3
+                // ("Out of resource") without this.
+                cmd.args(["--map-by", ":OVERSUBSCRIBE"])
+                    .arg("--hostfile")
+                    .arg(hostfile);
                 for (i, (host, count)) in host_runs(job.placement).into_iter().enumerate() {
                     if i > 0 {
                         cmd.arg(":");
