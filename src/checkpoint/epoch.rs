@@ -249,29 +249,15 @@ pub struct EpochScan {
 /// directories of this user become epochs, anything else is ignored (with the reason).
 /// A missing `dir` has none.
 pub fn scan_epochs(dir: &Path) -> Result<EpochScan, CheckpointError> {
-    let rd = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(EpochScan::default()),
-        Err(e) => return Err(CheckpointError::io("list", dir, e)),
-    };
     let mut scan = EpochScan::default();
-    for entry in rd {
-        let entry = entry.map_err(|e| CheckpointError::io("list", dir, e))?;
-        let Some(epoch) = entry.file_name().to_str().and_then(parse_epoch_dir_name) else {
-            continue;
-        };
-        let path = entry.path();
-        // DirEntry::metadata does not follow a link.
-        let checked = entry
-            .metadata()
-            .map_err(|e| CheckpointError::io("stat", &path, e))
-            .and_then(|meta| storage::check_own_dir(&meta, &path));
-        match checked {
+    for found in storage::scan_own_subdirs(dir, parse_epoch_dir_name)? {
+        let (epoch, path) = (found.key, found.path);
+        match found.checked {
             Ok(()) => scan.epochs.push(EpochEntry { epoch, path }),
-            Err(e) => scan.ignored.push(IgnoredEntry {
+            Err(reason) => scan.ignored.push(IgnoredEntry {
                 epoch,
                 path,
-                reason: e.to_string(),
+                reason,
             }),
         }
     }

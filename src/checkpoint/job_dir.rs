@@ -5,7 +5,6 @@
 //! directory number their epochs independently and never see each other's epochs,
 //! spare files or retention.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::error::CheckpointError;
@@ -93,29 +92,12 @@ pub struct JobDirScan {
 /// real directories of this user are jobs, anything else is ignored (with the
 /// reason). A missing `dir` has none.
 pub fn scan_job_dirs(dir: &Path) -> Result<JobDirScan, CheckpointError> {
-    let rd = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JobDirScan::default()),
-        Err(e) => return Err(CheckpointError::io("list", dir, e)),
-    };
     let mut scan = JobDirScan::default();
-    for entry in rd {
-        let entry = entry.map_err(|e| CheckpointError::io("list", dir, e))?;
-        let Some(job) = entry.file_name().to_str().and_then(parse_job_dir_name) else {
-            continue;
-        };
-        let path = entry.path();
-        // DirEntry::metadata does not follow a link.
-        let checked = entry
-            .metadata()
-            .map_err(|e| CheckpointError::io("stat", &path, e))
-            .and_then(|meta| storage::check_own_dir(&meta, &path));
-        match checked {
+    for found in storage::scan_own_subdirs(dir, parse_job_dir_name)? {
+        let (job, path) = (found.key, found.path);
+        match found.checked {
             Ok(()) => scan.jobs.push(JobDir { job, path }),
-            Err(e) => scan.ignored.push(IgnoredJobDir {
-                path,
-                reason: e.to_string(),
-            }),
+            Err(reason) => scan.ignored.push(IgnoredJobDir { path, reason }),
         }
     }
     scan.jobs.sort_by(|a, b| a.job.cmp(&b.job));
@@ -126,6 +108,7 @@ pub fn scan_job_dirs(dir: &Path) -> Result<JobDirScan, CheckpointError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn names_round_trip_and_stay_one_path_component() {

@@ -472,6 +472,48 @@ pub fn ensure_own_subdir(dir: &Path) -> Result<(), CheckpointError> {
     check_own_dir(&meta, dir)
 }
 
+/// One entry of `dir` whose name [`scan_own_subdirs`] accepted.
+#[derive(Debug, Clone)]
+pub struct NamedSubdir<T> {
+    /// What the name says (an epoch number, a job name).
+    pub key: T,
+    /// Its path.
+    pub path: PathBuf,
+    /// `Ok` for a real directory of this user; otherwise why it is not used (a link, a
+    /// file, another user's directory).
+    pub checked: Result<(), String>,
+}
+
+/// The entries of `dir` whose names `parse` accepts, each checked without following
+/// links to be a real directory of this user ([`check_own_dir`]). A missing `dir` has
+/// none.
+pub fn scan_own_subdirs<T>(
+    dir: &Path,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Vec<NamedSubdir<T>>, CheckpointError> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(CheckpointError::io("list", dir, e)),
+    };
+    let mut found = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| CheckpointError::io("list", dir, e))?;
+        let Some(key) = entry.file_name().to_str().and_then(&parse) else {
+            continue;
+        };
+        let path = entry.path();
+        // DirEntry::metadata does not follow a link.
+        let checked = entry
+            .metadata()
+            .map_err(|e| CheckpointError::io("stat", &path, e))
+            .and_then(|meta| check_own_dir(&meta, &path))
+            .map_err(|e| e.to_string());
+        found.push(NamedSubdir { key, path, checked });
+    }
+    Ok(found)
+}
+
 /// Writes `bytes` to `dir/name` atomically and durably.
 ///
 /// A temporary file in the same directory (mode 0600) is written, fsynced and
