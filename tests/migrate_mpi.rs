@@ -15,7 +15,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
-use common::{StoppingSpawns, has_committed_epoch, is_zombie, jacobi, mpi_lock, rankmig};
+use common::{
+    StoppingSpawns, has_committed_epoch, is_zombie, jacobi, mpi_lock, rankmig, write_script,
+};
 use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
 
 const RANKS: usize = 8;
@@ -470,28 +472,8 @@ fn killed_during_spawn() -> Result<(), Hung> {
     let _ = Command::new("kill")
         .args(["-KILL", &victim.to_string()])
         .status();
-    let out = job.finish()?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("resume it with `rankmig run --restart"),
-        "no next step in: {stderr}"
-    );
-    let restarted = restart(d);
-    wait_for("the restart", || {
-        processes(d).iter().filter(|p| p.3 == "start").count() >= 2 * RANKS
-    })?;
-    let out = stop_and_finish(restarted, d)?;
-    assert_result_of_a_plain_run(&out);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("restored epoch"), "{stderr}");
-    let finished: Vec<_> = processes(d)
-        .into_iter()
-        .filter(|p| p.3 == "finish")
-        .collect();
-    assert_eq!(finished.len(), RANKS, "{finished:?}");
-    assert!(finished.iter().all(|p| p.2 != "n2"), "{finished:?}");
-    Ok(())
+    stopped_with_the_restart_hint(job)?;
+    restart_resumes_off_n2(d)
 }
 
 #[test]
@@ -547,13 +529,7 @@ fn killed_during_transfer(victim: Victim) -> Result<(), Hung> {
     let _ = Command::new("kill")
         .args(["-KILL", &victim.to_string()])
         .status();
-    let out = job.finish()?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("resume it with `rankmig run --restart"),
-        "no next step in: {stderr}"
-    );
+    stopped_with_the_restart_hint(job)?;
     assert!(
         records(d).iter().all(|r| r.outcome != "migrated"),
         "the kill came after the transfer: {:?}",
@@ -562,6 +538,25 @@ fn killed_during_transfer(victim: Victim) -> Result<(), Hung> {
     for pid in spawns.pids() {
         assert!(is_zombie(pid), "replacement {pid} left behind");
     }
+    restart_resumes_off_n2(d)
+}
+
+/// After a fault during a migration: the job must stop and say how to resume.
+fn stopped_with_the_restart_hint(job: Job) -> Result<(), Hung> {
+    let out = job.finish()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("resume it with `rankmig run --restart"),
+        "no next step in: {stderr}"
+    );
+    Ok(())
+}
+
+/// `--restart` of the job of `d` after a fault during a migration off n2 must go on
+/// from the checkpoint committed before the spawn, with a plain run's result and no
+/// rank ending on n2.
+fn restart_resumes_off_n2(d: &Path) -> Result<(), Hung> {
     let restarted = restart(d);
     wait_for("the restart", || {
         processes(d).iter().filter(|p| p.3 == "start").count() >= 2 * RANKS
@@ -577,12 +572,6 @@ fn killed_during_transfer(victim: Victim) -> Result<(), Hung> {
     assert_eq!(finished.len(), RANKS, "{finished:?}");
     assert!(finished.iter().all(|p| p.2 != "n2"), "{finished:?}");
     Ok(())
-}
-
-/// Writes the shell script `text` to `path`, executable.
-fn write_script(path: &Path, text: &str) {
-    fs::write(path, text).unwrap();
-    fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
 }
 
 /// `rankmig run --restart run` in `dir`, in the background.

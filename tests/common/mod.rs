@@ -107,13 +107,7 @@ pub fn live_hosts(root: u32, program: &Path) -> std::collections::BTreeMap<u32, 
 
 /// True for a zombie or a process that is gone.
 pub fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
+    matches!(process_state(pid), None | Some('Z'))
 }
 
 /// How many of `live` run on each host.
@@ -223,6 +217,13 @@ pub fn assert_same_as_plain_run(
     assert_eq!(got, checksum(&plain), "after {iterations} iterations");
 }
 
+/// Writes the shell script `text` to `path`, executable.
+pub fn write_script(path: &Path, text: &str) {
+    std::fs::write(path, text).expect("script");
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+}
+
 /// The command name of process `pid` from `/proc` (`comm`), `None` when it is gone.
 pub fn process_name(pid: u32) -> Option<String> {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
@@ -277,9 +278,7 @@ impl StoppingSpawns {
             library.display(),
             program.display()
         );
-        std::fs::write(&script, text).expect("spawn script");
-        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("chmod");
+        write_script(&script, &text);
         Self { script, pids }
     }
 
