@@ -406,7 +406,7 @@ fn ranks_follow_the_availability_across_hosts() {
 const MISPLACED: &str = "its placement puts it on";
 
 /// A launcher told to map the ranks otherwise than the plan (MPICH's `-ppn 1` deals
-/// them round-robin: rank 1 on h2, rank 2 on h1, read from outside) : each misplaced
+/// them round-robin: rank 1 on h2, rank 2 on h1, read from outside): each misplaced
 /// rank says where it runs and where its placement puts it; the others say nothing.
 /// Only MPICH has such an option that rankmig's own mapping does not override.
 #[test]
@@ -426,12 +426,35 @@ fn a_rank_the_launcher_maps_elsewhere_says_so() {
         started(&cluster) && live_hosts(root).len() == 4
     });
     let planned = cluster.planned("placement-0.txt");
-    let live = per_host(&live_hosts(root));
-    assert_eq!(live, planned, "as many ranks per host, ranks swapped");
+    let live = live_hosts(root);
+    assert_eq!(
+        per_host(&live),
+        planned,
+        "as many ranks per host, ranks swapped"
+    );
+    // Read from outside: the processes whose host is not the node their placement
+    // line names (processes.csv: rank,pid,node,...).
+    let records = fs::read_to_string(cluster.run_dir().join("processes.csv")).expect("records");
+    let misplaced: Vec<(u32, &String)> = records
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let pid: u32 = f.get(1)?.parse().ok()?;
+            let host = live.get(&pid)?;
+            (f.get(2)? != host).then_some((pid, host))
+        })
+        .collect();
+    assert_eq!(misplaced.len(), 2, "{records}\n{live:?}");
     let out = finish(&cluster, child);
     assert_result_of_a_plain_run(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches(MISPLACED).count(), 2, "{stderr}");
+    for (pid, host) in &misplaced {
+        assert!(
+            stderr.contains(&format!("(process {pid}) runs on host {host},")),
+            "{pid} on {host}: {stderr}"
+        );
+    }
     assert!(
         stderr.contains("rank 1 (process")
             && stderr.contains("runs on host h2, its placement puts it on h1"),
@@ -600,11 +623,9 @@ fn fault_during_a_migration(fault: Fault) {
             || spawns.all_stopped(2) && !spawning(),
         );
     }
-    let job: Vec<u32> = live_hosts(root).into_keys().chain(spawns.pids()).collect();
-    let on_h2 = live_hosts(root)
-        .into_iter()
-        .find(|(_, h)| h == "h2")
-        .map(|(p, _)| p);
+    let live = live_hosts(root);
+    let job: Vec<u32> = live.keys().copied().chain(spawns.pids()).collect();
+    let on_h2 = live.into_iter().find(|(_, h)| h == "h2").map(|(p, _)| p);
     let (victim, signal) = match fault {
         Fault::RankKilledDuringSpawn | Fault::RankKilledDuringTransfer => {
             (on_h2.expect("a rank on h2"), libc::SIGKILL)
