@@ -9,9 +9,9 @@ use super::Job;
 
 impl Job {
     /// In multi-host mode, warns when this process does not run on the host its
-    /// placement names: the launcher mapped it elsewhere (before rankmig placed MPICH's
-    /// ranks in one block per host under Slurm, srun put 3 ranks planned on n4 on n3;
-    /// only `nsenter` from outside showed it). The job runs on, but the plan's
+    /// placement names: the launcher mapped it elsewhere (as a launcher under Slurm did
+    /// before [`crate::launcher::Launcher::srun_needs_one_block_per_host`]: only
+    /// `nsenter` from outside showed it). The job runs on, but the plan's
     /// communication costs and the core it binds to assume the planned host.
     pub(super) fn warn_if_not_on_planned_host(&self) {
         if !self.settings.multi_host() {
@@ -19,13 +19,12 @@ impl Job {
         }
         let here = monitor::location::hostname();
         if !same_host(&here, &self.location.node) {
+            let planned = &self.location.node;
             log::warn!(
-                "rank {} (process {}) runs on host {here}, its placement puts it on {}: the launcher ({}) mapped it elsewhere; the plan's communication costs and its core binding assume {}",
+                "rank {} (process {}) runs on host {here}, its placement puts it on {planned}: the launcher ({}) mapped it elsewhere; the plan's communication costs and its core binding assume {planned}",
                 self.comm.rank(),
                 std::process::id(),
-                self.location.node,
                 self.launcher().program(),
-                self.location.node
             );
         }
     }
