@@ -2,10 +2,10 @@
 # The whole test suite: installs what is missing, builds, runs every test (unit,
 # integration with real hwloc XML files and real MPI launchers), also without the MPI
 # feature; then the multi-host scenarios of the emulated cluster and the C interface
-# example again with MPICH and with Open MPI 5 (from PyPI, see scripts/setup.sh), and
-# the Slurm scenarios again with MPICH, each
-# built in its own target directory with its own MPI first on PATH (Open MPI 5 moves
-# ranks across hosts by relaunching from a checkpoint: it cannot spawn there).
+# example and the Slurm scenarios again with MPICH and with Open MPI 5 (from PyPI, see
+# scripts/setup.sh), each built in its own target directory with its own MPI first on
+# PATH (Open MPI 5 moves ranks across hosts by relaunching from a checkpoint: it cannot
+# spawn there).
 #
 # Every test binary runs even when one fails (--no-fail-fast); the script then exits
 # non-zero and lists what failed. RANKMIG_TEST_MPIS="mpich" (or "") limits the

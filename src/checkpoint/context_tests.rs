@@ -121,7 +121,12 @@ fn job_t(dir: &Path) -> PathBuf {
 }
 
 fn epochs(dir: &Path) -> Vec<u64> {
-    epoch::list_epochs(&job_t(dir))
+    epochs_of(dir, "t")
+}
+
+/// Job `job`'s epoch numbers in the checkpoint directory `dir`, newest first.
+fn epochs_of(dir: &Path, job: &str) -> Vec<u64> {
+    epoch::list_epochs(&job_dir::job_epochs_dir(dir, job))
         .unwrap()
         .iter()
         .map(|e| e.epoch)
@@ -356,13 +361,7 @@ fn two_jobs_in_one_directory_number_and_restore_their_epochs_independently() {
     let job = |name: &str| CheckpointConfig::new(dir).job(name).every(5).keep(10);
     let a_done = run(job("a"), LocalCollective, 12, true).unwrap();
     run_ranks(3, job("b"), 40);
-    let numbers = |name: &str| -> Vec<u64> {
-        epoch::list_epochs(&job_dir::job_epochs_dir(dir, name))
-            .unwrap()
-            .iter()
-            .map(|e| e.epoch)
-            .collect()
-    };
+    let numbers = |name: &str| epochs_of(dir, name);
     assert_eq!(numbers("a"), [2, 1]);
     assert_eq!(numbers("b"), [8, 7, 6, 5, 4, 3, 2, 1]);
     // Job a restarts from its own epoch 2 (iteration 10) after b wrote 8 epochs, and
