@@ -49,23 +49,28 @@ impl Placement {
     /// assert_eq!(p.in_node_blocks(&order).to_text(), "0 a 0\n1 a 1\n2 b 0\n3 b 1\n");
     /// ```
     pub fn in_node_blocks(&self, order: &[String]) -> Self {
-        let mut nodes: Vec<&str> = Vec::new();
+        // One pass over the ranks: each node's cores, nodes in order of first appearance.
+        let mut index: std::collections::HashMap<&str, usize> = Default::default();
+        let mut nodes: Vec<(&str, Vec<usize>)> = Vec::new();
         for l in &self.locations {
-            if !nodes.contains(&l.node.as_str()) {
-                nodes.push(&l.node);
-            }
+            let i = *index.entry(&l.node).or_insert_with(|| {
+                nodes.push((&l.node, Vec::new()));
+                nodes.len() - 1
+            });
+            nodes[i].1.push(l.core);
         }
-        nodes.sort_by_key(|n| order.iter().position(|o| o == n).unwrap_or(order.len()));
-        let locations = nodes
+        let position_in_order: std::collections::HashMap<&str, usize> = order
             .iter()
-            .flat_map(|node| {
-                let mut cores: Vec<usize> = (self.locations.iter())
-                    .filter(|l| l.node == *node)
-                    .map(|l| l.core)
-                    .collect();
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        nodes.sort_by_key(|(n, _)| position_in_order.get(n).copied().unwrap_or(order.len()));
+        let locations = nodes
+            .into_iter()
+            .flat_map(|(node, mut cores)| {
                 cores.sort_unstable();
-                cores.into_iter().map(|core| Location {
-                    node: (*node).to_owned(),
+                cores.into_iter().map(move |core| Location {
+                    node: node.to_owned(),
                     core,
                 })
             })
