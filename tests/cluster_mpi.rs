@@ -208,16 +208,7 @@ impl Cluster {
 
     /// Ranks per host of placement file `name` of the run directory.
     fn planned(&self, name: &str) -> BTreeMap<String, usize> {
-        let text = fs::read_to_string(self.run_dir().join(name)).expect("placement file");
-        let mut per_host = BTreeMap::new();
-        for line in text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        {
-            let host = line.split_whitespace().nth(1).expect("RANK NODE CORE");
-            *per_host.entry(host.to_owned()).or_insert(0) += 1;
-        }
-        per_host
+        common::placement_per_host(&self.run_dir().join(name))
     }
 }
 

@@ -234,14 +234,7 @@ impl SlurmJob {
             })
             .max()
             .expect("a relaunch placement");
-        let text = std::fs::read_to_string(self.run_dir().join(newest.1)).expect("placement");
-        let mut per_host = BTreeMap::new();
-        for line in text.lines() {
-            if let Some(host) = line.split_whitespace().nth(1) {
-                *per_host.entry(host.to_owned()).or_insert(0) += 1;
-            }
-        }
-        per_host
+        common::placement_per_host(&self.run_dir().join(newest.1))
     }
 
     /// The job's node list in `squeue`.

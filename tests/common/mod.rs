@@ -217,6 +217,20 @@ pub fn assert_same_as_plain_run(
     assert_eq!(got, checksum(&plain), "after {iterations} iterations");
 }
 
+/// Ranks per node of the placement file `path` (`RANK NODE CORE` lines).
+pub fn placement_per_host(path: &Path) -> std::collections::BTreeMap<String, usize> {
+    let text = std::fs::read_to_string(path).expect("placement file");
+    let mut per_host = std::collections::BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let host = line.split_whitespace().nth(1).expect("RANK NODE CORE");
+        *per_host.entry(host.to_owned()).or_insert(0) += 1;
+    }
+    per_host
+}
+
 /// Writes the shell script `text` to `path`, executable.
 pub fn write_script(path: &Path, text: &str) {
     std::fs::write(path, text).expect("script");
