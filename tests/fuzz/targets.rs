@@ -314,12 +314,14 @@ fn run_checkpoint(_: &Scratch, index: u64, data: &[u8]) -> Result<(), String> {
     {
         return Err(format!("epoch name {first_line:?}"));
     }
-    if let Some(job) = parse_job_dir_name(first_line)
-        && job_dir_name(&job) != first_line
-    {
-        return Err(format!(
-            "job directory name {first_line:?} read as job {job:?}"
-        ));
+    // Any job name maps to a directory name that reads back as that job name.
+    if !first_line.is_empty() {
+        let name = job_dir_name(first_line);
+        if parse_job_dir_name(&name).as_deref() != Some(first_line) {
+            return Err(format!(
+                "job {first_line:?} -> directory {name:?} does not read back"
+            ));
+        }
     }
     if let Some(rank) = parse_rank_file_name(first_line)
         && parse_rank_file_name(&rankmig::checkpoint::epoch::rank_file_name(rank)) != Some(rank)
