@@ -7,6 +7,7 @@
 //!   placement-K.txt          placement after the K-th reconfiguration
 //!   availability-0.txt       the availability file as the first launch was placed for it
 //!                            (availability-restart-N.txt: the N-th launch from a checkpoint)
+//!   availability-accepted.txt  the last content of the availability file the job accepted
 //!   rms-availability         with --rms: the availability the resource manager gives
 //!   reconfigurations.jsonl   one JSON object per availability change
 //!   iterations/rank-R.csv    iteration,compute_ns,scheduling_ns,migration_ns per rank
@@ -33,6 +34,16 @@ pub fn request_relaunch(run_dir: &Path, why: &str) {
     if let Err(e) = std::fs::write(&path, format!("{why}\n")) {
         log::error!("cannot write {}: {e}", path.display());
     }
+}
+
+/// File of the run directory holding the last content of the availability file the
+/// job accepted (written by rank 0's watcher): `rankmig run` relaunches on it when the
+/// file is unreadable or invalid at a relaunch.
+pub const ACCEPTED_AVAILABILITY: &str = "availability-accepted.txt";
+
+/// Where the job of `run_dir` keeps its accepted availability ([`ACCEPTED_AVAILABILITY`]).
+pub fn accepted_availability(run_dir: Option<&Path>) -> Option<PathBuf> {
+    run_dir.map(|d| d.join(ACCEPTED_AVAILABILITY))
 }
 
 /// Durations of the phases of one migration, in seconds.

@@ -68,6 +68,9 @@ pub struct AvailabilityWatcher {
     pending: Option<(u64, Instant)>,
     /// Rank 0 reports no change before this instant ([`AvailabilityWatcher::retry_later`]).
     quiet_until: Option<Instant>,
+    /// Where rank 0 keeps a copy of each content it accepts
+    /// ([`AvailabilityWatcher::keeping_accepted`]).
+    accepted_copy: Option<PathBuf>,
 }
 
 impl AvailabilityWatcher {
@@ -99,6 +102,7 @@ impl AvailabilityWatcher {
             settle: Duration::ZERO,
             pending: None,
             quiet_until: None,
+            accepted_copy: None,
         }
     }
 
@@ -134,6 +138,14 @@ impl AvailabilityWatcher {
     /// once. `Duration::ZERO` (the default) acts at the first check that sees an edit.
     pub fn settling(mut self, settle: Duration) -> Self {
         self.settle = settle;
+        self
+    }
+
+    /// The same watcher keeping, at `copy`, the bytes of each content rank 0 accepts (a
+    /// [`WatchOutcome::Changed`]), replaced atomically: `rankmig run` relaunches on it
+    /// when the file is unusable at a relaunch. A copy that cannot be written is logged.
+    pub fn keeping_accepted(mut self, copy: Option<PathBuf>) -> Self {
+        self.accepted_copy = copy;
         self
     }
 
@@ -252,10 +264,31 @@ impl AvailabilityWatcher {
             return (WatchOutcome::Unchanged, self.last_hash);
         }
         let outcome = match content {
-            Ok(bytes) => self.judge(&bytes),
+            Ok(bytes) => {
+                let outcome = self.judge(&bytes);
+                if matches!(outcome, WatchOutcome::Changed { .. }) {
+                    self.keep_accepted(&bytes);
+                }
+                outcome
+            }
             Err(message) => WatchOutcome::Refused { message },
         };
         (outcome, hash)
+    }
+
+    /// Writes `bytes` to the accepted copy, if kept: a temporary file renamed over it.
+    fn keep_accepted(&self, bytes: &[u8]) {
+        let Some(copy) = &self.accepted_copy else {
+            return;
+        };
+        let tmp = copy.with_extension("tmp");
+        let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, copy));
+        if let Err(e) = written {
+            log::warn!(
+                "cannot keep the accepted availability in {}: {e}",
+                copy.display()
+            );
+        }
     }
 
     /// True while a new content (hash `hash`) has not stayed the same for the settle

@@ -264,13 +264,74 @@ fn read_starting_availability(spec: &RunSpec) -> Result<(Vec<u8>, Availability),
             source,
         }
     })?;
-    let origin = spec.availability.display().to_string();
-    let text = String::from_utf8_lossy(&bytes);
+    let availability = checked_availability(spec, &bytes, &spec.availability)?;
+    Ok((bytes, availability))
+}
+
+/// The availability of content `bytes` (read from `origin`) as a launch of `spec` may
+/// use it: parsed, within the allocation in multi-host mode, less the hosts found lost.
+fn checked_availability(
+    spec: &RunSpec,
+    bytes: &[u8],
+    origin: &Path,
+) -> Result<Availability, LaunchError> {
+    let origin = origin.display().to_string();
+    let text = String::from_utf8_lossy(bytes);
     let file = Availability::parse(&text, &origin, AvailabilityFormat::Auto)?;
     if let (Some(allocation), false) = (&spec.allocation, spec.allow_new_hosts) {
-        allocation.check(&file, &spec.availability.display().to_string())?;
+        allocation.check(&file, &origin)?;
     }
-    Ok((bytes, without_lost_hosts(&file, &spec.lost_hosts)?))
+    Ok(without_lost_hosts(&file, &spec.lost_hosts)?)
+}
+
+/// The availability a launch of `kind` starts with, and the content it was read from.
+/// A relaunch ([`LaunchKind::Relaunch`]) that finds the file unreadable or invalid
+/// says so and uses the last content the job accepted instead: the newest usable one of
+/// the run directory's accepted copy
+/// ([`crate::migrate::record::ACCEPTED_AVAILABILITY`]) and the copies its launches were
+/// placed for (`availability-*.txt`). The ranks then refuse the file's content at their
+/// first check, as during the run, and go on watching it. Other launches fail.
+fn launch_availability(
+    spec: &RunSpec,
+    kind: LaunchKind,
+) -> Result<(Vec<u8>, Availability), LaunchError> {
+    let error = match read_starting_availability(spec) {
+        Ok(found) => return Ok(found),
+        Err(error) if kind == LaunchKind::Relaunch => error,
+        Err(error) => return Err(error),
+    };
+    for copy in accepted_copies(&spec.run_dir) {
+        let Ok(bytes) = std::fs::read(&copy) else {
+            continue;
+        };
+        if let Ok(availability) = checked_availability(spec, &bytes, &copy) {
+            log::warn!(
+                "{error}: relaunching on the last availability the job accepted ({}); the file is still watched",
+                copy.display()
+            );
+            return Ok((bytes, availability));
+        }
+    }
+    Err(error)
+}
+
+/// The copies of the availability file kept in `run_dir` (accepted by the job, or
+/// placed for by a launch), newest first.
+fn accepted_copies(run_dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(run_dir) else {
+        return Vec::new();
+    };
+    let mut copies: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("availability-") && n.ends_with(".txt"))
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    copies.sort();
+    copies.into_iter().rev().map(|(_, path)| path).collect()
 }
 
 /// The tree of one node used for the initial placement: `--node-topology`, else (in
@@ -289,12 +350,16 @@ pub fn node_tree(spec: &RunSpec, availability: &Availability) -> Result<Tree, La
 /// Initial placement of the job for the current availability, and the cores of the
 /// planning tree's node.
 pub fn initial_placement(spec: &RunSpec) -> Result<(Placement, usize), LaunchError> {
-    planned_placement(spec).map(|(placement, cores, _)| (placement, cores))
+    planned_placement(spec, LaunchKind::Fresh).map(|(placement, cores, _)| (placement, cores))
 }
 
-/// [`initial_placement`], and the content of the availability file it was planned for.
-fn planned_placement(spec: &RunSpec) -> Result<(Placement, usize, Vec<u8>), LaunchError> {
-    let (content, availability) = read_starting_availability(spec)?;
+/// [`initial_placement`] for a launch of `kind`, and the content of the availability
+/// file it was planned for.
+fn planned_placement(
+    spec: &RunSpec,
+    kind: LaunchKind,
+) -> Result<(Placement, usize, Vec<u8>), LaunchError> {
+    let (content, availability) = launch_availability(spec, kind)?;
     let tree = node_tree(spec, &availability)?;
     let mut placement = place(&availability, &graph_for(spec)?, &tree)?;
     if let Some(allocation) = &spec.allocation {
@@ -314,16 +379,39 @@ fn write(path: &Path, text: &str) -> Result<(), LaunchError> {
     })
 }
 
+/// Which launch of a run a launch is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchKind {
+    /// The first launch of a new run.
+    Fresh,
+    /// A launch from the newest complete checkpoint asked for by the user (`rankmig run
+    /// --restart`): the availability file must be usable.
+    Restart,
+    /// A launch from the newest complete checkpoint by `rankmig run` itself (automatic
+    /// restart, stall or spawn watch, hosts handed back, a relaunch the ranks asked
+    /// for): an unusable availability file is replaced by the last content the job
+    /// accepted.
+    Relaunch,
+}
+
+impl LaunchKind {
+    /// True when the launch resumes from the newest complete checkpoint.
+    pub fn from_checkpoint(self) -> bool {
+        self != LaunchKind::Fresh
+    }
+}
+
 /// Prepares the run directory: `run.json`, the placement of this launch, the rankfile
-/// and (multi-host mode) the launcher's hostfile. Returns the launch command. `restart`
-/// launches from the newest checkpoint.
-pub fn prepare(spec: &RunSpec, restart: bool) -> Result<Command, LaunchError> {
+/// and (multi-host mode) the launcher's hostfile. Returns the launch command. A launch
+/// other than [`LaunchKind::Fresh`] resumes from the newest checkpoint.
+pub fn prepare(spec: &RunSpec, kind: LaunchKind) -> Result<Command, LaunchError> {
     check_program(spec)?;
     std::fs::create_dir_all(&spec.run_dir).map_err(|source| LaunchError::RunDir {
         path: spec.run_dir.clone(),
         source,
     })?;
-    let (placement, cores, planned_for) = planned_placement(spec)?;
+    let restart = kind.from_checkpoint();
+    let (placement, cores, planned_for) = planned_placement(spec, kind)?;
     save_spec(spec)?;
     let launch = if restart {
         format!("restart-{}", restarts_so_far(&spec.run_dir) + 1)

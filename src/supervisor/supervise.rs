@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use super::availability_lock::AvailabilityLock;
-use super::launch::{LaunchError, RunSpec, prepare, save_spec};
+use super::launch::{LaunchError, LaunchKind, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
 use super::rms_watch::{self, LaunchShared};
@@ -104,7 +104,12 @@ fn run_launches(
             spec.lost_hosts.extend(gone);
         }
     }
-    let mut outcome = launch_until_done(spec, restart, shared)?;
+    let first = if restart {
+        LaunchKind::Restart
+    } else {
+        LaunchKind::Fresh
+    };
+    let mut outcome = launch_until_done(spec, first, shared)?;
     let mut restarts = 0;
     while outcome.code != 0 && outcome.stopped_by.is_none() && restarts < auto_restart {
         let new = newly_lost(spec, &outcome.lost_hosts, &probe);
@@ -123,7 +128,7 @@ fn run_launches(
             "host(s) {} lost: restarting from the newest complete checkpoint without them (auto-restart {restarts} of {auto_restart})",
             new.join(", ")
         );
-        outcome = launch_until_done(spec, true, shared)?;
+        outcome = launch_until_done(spec, LaunchKind::Relaunch, shared)?;
     }
     Ok(outcome.code)
 }
@@ -133,12 +138,12 @@ fn run_launches(
 /// spawning, or a spawn that hung).
 fn launch_until_done(
     spec: &mut RunSpec,
-    restart: bool,
+    kind: LaunchKind,
     shared: &Arc<LaunchShared>,
 ) -> Result<LaunchOutcome, LaunchError> {
     let request = spec.run_dir.join(RELAUNCH_REQUEST);
     let _ = std::fs::remove_file(&request);
-    let mut outcome = launch_shared(spec, restart, shared)?;
+    let mut outcome = launch_shared(spec, kind, shared)?;
     while outcome.stopped_by.is_none() {
         let Ok(why) = std::fs::read_to_string(&request) else {
             break;
@@ -148,7 +153,7 @@ fn launch_until_done(
             "relaunching the job from its newest complete checkpoint, placed for the current availability ({})",
             why.trim()
         );
-        outcome = launch_shared(spec, true, shared)?;
+        outcome = launch_shared(spec, LaunchKind::Relaunch, shared)?;
     }
     Ok(outcome)
 }
@@ -157,13 +162,13 @@ fn launch_until_done(
 /// so far into `spec`.
 fn launch_shared(
     spec: &mut RunSpec,
-    restart: bool,
+    kind: LaunchKind,
     shared: &Arc<LaunchShared>,
 ) -> Result<LaunchOutcome, LaunchError> {
     if let (Some(settings), Some(allocation)) = (&spec.rms, &spec.allocation) {
         spec.released_hosts = shared.release_waiting(settings, allocation, &spec.run_dir);
     }
-    launch_once(spec, restart, shared)
+    launch_once(spec, kind, shared)
 }
 
 /// Hosts of the allocation lost since the last launch: those named in `reported`, and
@@ -180,13 +185,13 @@ fn newly_lost(spec: &RunSpec, reported: &[String], probe: &HostProbe) -> Vec<Str
         .collect()
 }
 
-/// One launch, watched.
+/// One launch of `kind`, watched.
 pub fn launch_once(
     spec: &RunSpec,
-    restart: bool,
+    kind: LaunchKind,
     shared: &Arc<LaunchShared>,
 ) -> Result<LaunchOutcome, LaunchError> {
-    let mut cmd = prepare(spec, restart)?;
+    let mut cmd = prepare(spec, kind)?;
     supervise(&mut cmd, spec, Arc::clone(shared))
 }
 

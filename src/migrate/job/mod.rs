@@ -173,7 +173,10 @@ impl Job {
             let mut watcher = AvailabilityWatcher::new(path)
                 .in_allocation(job.settings.hosts.clone(), job.settings.lost_hosts.clone())
                 .new_hosts(new_hosts_policy(&job.settings))
-                .settling(job.settings.settle());
+                .settling(job.settings.settle())
+                .keeping_accepted(record::accepted_availability(
+                    job.settings.run_dir.as_deref(),
+                ));
             if let Some(path) = &job.settings.planned_availability {
                 // Rank 0 reads the copy and every rank judges the same bytes, so all
                 // agree on whether the (collective) first check below is made.
@@ -217,6 +220,7 @@ impl Job {
                 .in_allocation(a.settings.hosts.clone(), a.settings.lost_hosts.clone())
                 .new_hosts(new_hosts_policy(&a.settings))
                 .settling(a.settings.settle())
+                .keeping_accepted(record::accepted_availability(a.settings.run_dir.as_deref()))
         });
         let job = Self {
             pacer: CheckPacer::resume(a.settings.check_spacing, a.next_check, a.check_stride),
