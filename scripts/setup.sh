@@ -4,8 +4,11 @@
 # and scripts/test.sh (the two README commands) and by .ci/run.
 set -euo pipefail
 
+# libmpich-dev: Debian's MPICH 4.0.2 with its Fortran bindings (mpicc.mpich, mpif90.mpich,
+# mpiexec.mpich; scripts/mpich4-debian names them mpicc, ...). Its alternatives have
+# priority 40 against Open MPI's 50: mpicc and mpirun stay Open MPI's.
 PACKAGES=(pkg-config libhwloc-dev hwloc libopenmpi-dev openmpi-bin libclang-dev libudev-dev gfortran libxxhash-dev scotch
-  slurmctld slurmd slurm-client munge)
+  slurmctld slurmd slurm-client munge libmpich-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

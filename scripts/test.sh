@@ -3,7 +3,7 @@
 # integration with real hwloc XML files and real MPI launchers), also without the MPI
 # feature; then the multi-host scenarios of the emulated cluster and the C interface
 # example and the Slurm scenarios again with MPICH and with Open MPI 5 (from PyPI, see
-# scripts/setup.sh), each built in its own target directory with its own MPI first on
+# scripts/setup.sh), and the C and Fortran examples with Debian's MPICH 4.0.2, each built in its own target directory with its own MPI first on
 # PATH (Open MPI 5 moves ranks across hosts by relaunching from a checkpoint: it cannot
 # spawn there).
 #
@@ -52,6 +52,15 @@ for impl in ${RANKMIG_TEST_MPIS-mpich openmpi5}; do
   # Under the emulated Slurm, as Open MPI 4.1 above.
   step "Slurm ($impl)" "${with_impl[@]}" cargo test --release --no-fail-fast --test slurm_rms
 done
+
+# Debian's MPICH 4.0.2 (libmpich-dev: the MPICH with Fortran bindings here), through the
+# wrappers of scripts/mpich4-debian (mpicc -> mpicc.mpich, ...): the C and Fortran
+# examples built against it print the Rust checksum, restart after SIGKILL, and their
+# traffic is counted. Its MPI_Comm_spawn fails here ("Error in spawn call", even for a
+# 10-line C program), so its live migrations are not tested.
+mpich4=(env "PATH=$ROOT/scripts/mpich4-debian:$PATH" "CARGO_TARGET_DIR=$ROOT/target/mpich4")
+step "C and Fortran examples (Debian MPICH 4.0.2)" "${mpich4[@]}" \
+  cargo test --release --no-fail-fast --test c_programs -- twins_print killed_with_sigkill traffic
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: FAILED: ${failed[*]}" >&2

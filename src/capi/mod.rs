@@ -215,7 +215,7 @@ pub extern "C" fn rankmig_comm() -> MPI_Comm {
 #[unsafe(no_mangle)]
 pub extern "C" fn rankmig_comm_fortran() -> c_int {
     // SAFETY: converting a valid (or null) communicator handle.
-    unsafe { mpi::ffi::MPI_Comm_c2f(rankmig_comm()) }
+    unsafe { mpi::ffi::RSMPI_Comm_c2f(rankmig_comm()) }
 }
 
 /// Registers `bytes` bytes at `data` as state saved under `name`. In a resumed process
