@@ -1,7 +1,7 @@
 /* The floor of a migration's spawn (scripts/spawn_phases.sh): the parents (the job the
    launcher started) spawn "HOST:N" groups with MPI_Comm_spawn_multiple as rankmig does
    with the MPI under test, merge and meet at a barrier; rank 0 prints the spawn and
-   spawn+merge times, then every process exits without MPI_Finalize. FLOOR_SPAWN says how the hosts are named, as src/launcher does:
+   spawn+merge times, and after a second barrier every process exits without MPI_Finalize. FLOOR_SPAWN says how the hosts are named, as src/launcher does:
    "host" (Open MPI 4.1: one command per group, info host=HOST), "host-add" (Open MPI 5:
    host=HOST:N and PMIX_ADD_HOST=HOST:N), "hostfile" (MPICH: one command, info hostfile
    naming a file of HOST:N lines, FLOOR_HOSTFILE). */
@@ -17,7 +17,9 @@ int main(int c, char **v) {
   MPI_Init(&c, &v);
   MPI_Comm parent; MPI_Comm_get_parent(&parent);
   if (parent != MPI_COMM_NULL) {
-    MPI_Comm m; MPI_Intercomm_merge(parent, 1, &m); MPI_Barrier(m); _exit(0);
+    MPI_Comm m; MPI_Intercomm_merge(parent, 1, &m); MPI_Barrier(m);
+    /* Leave only after rank 0 has printed: the launcher ends the job at the first exit. */
+    MPI_Barrier(m); _exit(0);
   }
   int r; MPI_Comm_rank(MPI_COMM_WORLD, &r);
   const char *mode = getenv("FLOOR_SPAWN") ? getenv("FLOOR_SPAWN") : "host";
@@ -53,8 +55,9 @@ int main(int c, char **v) {
   MPI_Comm m; MPI_Intercomm_merge(inter, 0, &m); MPI_Barrier(m);
   double t2 = MPI_Wtime();
   if (r == 0) printf("spawn %.3f s, spawn+merge %.3f s\n", t1 - t0, t2 - t0);
+  fflush(stdout);
+  MPI_Barrier(m);
   /* Measured: leave without MPI_Finalize (its teardown across emulated hosts could
      hang); the launcher then ends the job. */
-  fflush(stdout);
   _exit(0);
 }
