@@ -511,5 +511,51 @@ fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
     wait_until("iterations after the migration", || size() > after + 1000);
     fs::write(&stop, "").expect("stop file");
     let out = child.wait_with_output().expect("rankmig run ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains(NOTHING_COUNTED), "counted traffic: {stderr}");
     assert_same_as_rust_plain_run(&out, d);
+}
+
+/// What `rankmig run` says when the live matrix a plan was made from is all zero.
+const NOTHING_COUNTED: &str = "no communication between the 4 ranks was counted";
+
+/// Nothing counted (`RANKMIG_MONITOR=off`) in a job of 4 ranks that migrates twice:
+/// `rankmig run` says so once, naming `--matrix`.
+#[test]
+fn a_run_whose_matrix_stays_zero_is_warned_once() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let stop = d.join("stop");
+    edit(d, "n1 2\nn2 2\n");
+    let child = rankmig()
+        .current_dir(d)
+        .args(["run", "-n", "4", "-a", "av", "--run-dir", "run"])
+        .args(["--check-every", "200", "--settle", "0", "--"])
+        .arg(Twin::C.program())
+        .args(["--size", "64", "--iters", "100000000", "--stop-file"])
+        .arg(&stop)
+        .env("RANKMIG_MONITOR", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rankmig run");
+    let run = d.join("run");
+    wait_until("the job to start", || {
+        run.join("iterations/rank-0.csv").exists()
+    });
+    edit(d, "n1 2\nn3 2\n");
+    wait_until("the first migration", || records(&run).len() == 1);
+    edit(d, "n1 2\nn2 2\n");
+    wait_until("the second migration", || records(&run).len() == 2);
+    fs::write(&stop, "").expect("stop file");
+    let out = child.wait_with_output().expect("rankmig run ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches(NOTHING_COUNTED).count(), 1, "{stderr}");
+    assert!(stderr.contains("--matrix"), "{stderr}");
+    assert!(
+        records(&run).iter().all(|r| r["live_bytes"] == 0.0),
+        "{:?}",
+        records(&run)
+    );
 }

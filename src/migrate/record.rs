@@ -82,6 +82,10 @@ pub struct Reconfiguration {
     pub hop_bytes_before: f64,
     /// Hop-bytes after.
     pub hop_bytes_after: f64,
+    /// Bytes the ranks had sent to each other (the live matrix, all pairs) when the plan
+    /// was made; absent when it was made from `--matrix`, or without a plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_bytes: Option<f64>,
     /// Deciding and planning: availability check, gathers, plan (seconds).
     pub scheduling: f64,
     /// Phases of the migration.

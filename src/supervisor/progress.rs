@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::planner::Placement;
 
@@ -89,13 +90,56 @@ impl ProgressReader {
 
     /// One line per record added since the last call.
     pub fn new_lines(&mut self) -> Vec<String> {
-        let Ok(records) = read_reconfigurations(&self.run_dir) else {
-            return Vec::new();
-        };
-        let lines = records.iter().skip(self.seen).map(record_line).collect();
-        self.seen = self.seen.max(records.len());
-        lines
+        self.new_lines_and_warning(0).0
     }
+
+    /// [`ProgressReader::new_lines`], and the warning of [`nothing_counted`] when one of
+    /// these records of a job of `ranks` ranks was planned from an all-zero live matrix
+    /// (once per process: `rankmig run` says it once whatever the launches).
+    pub fn new_lines_and_warning(&mut self, ranks: usize) -> (Vec<String>, Option<String>) {
+        let Ok(records) = read_reconfigurations(&self.run_dir) else {
+            return (Vec::new(), None);
+        };
+        let new = records.get(self.seen..).unwrap_or_default();
+        let lines = new.iter().map(record_line).collect();
+        let warning = nothing_counted_once(new, ranks);
+        self.seen = self.seen.max(records.len());
+        (lines, warning)
+    }
+}
+
+/// The warning of [`nothing_counted`] for the first of `records` planned from an
+/// all-zero live matrix of a job of `ranks` ranks; once per process (`rankmig run`),
+/// whatever the launches.
+fn nothing_counted_once(records: &[Reconfiguration], ranks: usize) -> Option<String> {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if SAID.load(Ordering::Relaxed) {
+        return None;
+    }
+    let warning = records.iter().find_map(|r| nothing_counted(r, ranks))?;
+    (!SAID.swap(true, Ordering::Relaxed)).then_some(warning)
+}
+
+/// When `r` was planned from a live matrix in which nothing was counted while the job
+/// has more than one rank: the placement was made blind to the job's communication.
+/// Says so and names `--matrix`.
+///
+/// ```
+/// # use rankmig::migrate::record::Reconfiguration;
+/// let mut r: Reconfiguration = serde_json::from_str(r#"{"index":1,"iteration":9,"at_seconds":1.0,"change":"removed n2","nodes":2,"outcome":"migrated","detail":null,"moves":2,"minimum_moves":2,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.0,"phases":{"spawn":0.0,"transfer":0.0,"rebuild":0.0},"state_bytes":0,"live_bytes":0.0}"#).unwrap();
+/// let said = rankmig::supervisor::progress::nothing_counted(&r, 4).expect("all zero");
+/// assert!(said.contains("--matrix"), "{said}");
+/// assert!(rankmig::supervisor::progress::nothing_counted(&r, 1).is_none());
+/// r.live_bytes = Some(800.0);
+/// assert!(rankmig::supervisor::progress::nothing_counted(&r, 4).is_none());
+/// ```
+pub fn nothing_counted(r: &Reconfiguration, ranks: usize) -> Option<String> {
+    (ranks > 1 && r.live_bytes == Some(0.0)).then(|| {
+        format!(
+            "no communication between the {ranks} ranks was counted (the live matrix is all zero at availability change {}): rankmig places them blind to their traffic. Its MPI calls may not be counted ones (one-sided, non-blocking or neighbourhood collectives, I/O) or may bypass rankmig's interposition (an MPI linked statically, or before librankmig); give the job's matrix with `rankmig run --matrix FILE` (TreeMatch's format, as RANKMIG_MATRIX_OUT writes it)",
+            r.index
+        )
+    })
 }
 
 /// One reconfiguration as a line.

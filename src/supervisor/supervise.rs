@@ -239,6 +239,7 @@ fn supervise(
     let progress = {
         let running = Arc::clone(&running);
         let mut reader = ProgressReader::new(&spec.run_dir);
+        let ranks = spec.ranks;
         let mut spawn_watch = SpawnWatch::new(spec, pid);
         let mut stall_watch = (spec.stall_timeout_ms != Some(0)).then(|| {
             let fixed = spec.stall_timeout_ms.map(Duration::from_millis);
@@ -250,8 +251,12 @@ fn supervise(
         std::thread::spawn(move || {
             loop {
                 let last_round = !running.load(Ordering::SeqCst);
-                for line in reader.new_lines() {
+                let (lines, nothing_counted) = reader.new_lines_and_warning(ranks);
+                for line in lines {
                     log::info!("{line}");
+                }
+                if let Some(warning) = nothing_counted {
+                    log::warn!("{warning}");
                 }
                 if let Some(what) = run_dir_watch.check() {
                     log::error!("{what}");

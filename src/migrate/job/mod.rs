@@ -94,6 +94,10 @@ pub struct Job {
     comm_changes: u64,
     /// The communicator was replaced since the last [`Job::event`] returned.
     comm_changed: bool,
+    /// Bytes of the live matrix at the last reconfiguration point (rank 0), when plans
+    /// are made from it (no `--matrix`): recorded, so `rankmig run` can say when nothing
+    /// was counted.
+    live_bytes: Option<f64>,
     /// MPI itself, finalized when the job is dropped (declared last: dropped after the
     /// communicators). `None` when the application initialised MPI (the C interface).
     _universe: Option<Universe>,
@@ -166,6 +170,7 @@ impl Job {
             finished: false,
             comm_changes: 0,
             comm_changed: false,
+            live_bytes: None,
             _universe: None,
         };
         monitor::set_job_communicator(&job.comm, None);
@@ -246,6 +251,7 @@ impl Job {
             finished: false,
             comm_changes: a.comm_changes,
             comm_changed: false,
+            live_bytes: None,
             _universe: None,
         };
         job.warn_if_not_on_planned_host();

@@ -29,6 +29,7 @@ impl Job {
             minimum_moves: o.plan.map_or(0, |p| p.minimum_moves),
             hop_bytes_before: o.plan.map_or(0.0, |p| p.hop_bytes_before),
             hop_bytes_after: o.plan.map_or(0.0, |p| p.hop_bytes_after),
+            live_bytes: o.plan.and(self.live_bytes),
             scheduling: o.scheduling,
             phases: o.phases,
             state_bytes: o.state_bytes,

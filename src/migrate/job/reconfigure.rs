@@ -49,6 +49,7 @@ impl Job {
         let generations = self.note_generations(&placement);
         let live = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
         self.export_matrix(&live);
+        self.live_bytes = self.settings.matrix.is_none().then(|| live.total());
         let host_trees = if self.settings.multi_host() && self.settings.node_topology.is_none() {
             super::host_trees::gather_host_trees(
                 &self.comm,
