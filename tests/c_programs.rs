@@ -512,7 +512,10 @@ fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
     fs::write(&stop, "").expect("stop file");
     let out = child.wait_with_output().expect("rankmig run ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains(NOTHING_COUNTED), "counted traffic: {stderr}");
+    assert!(
+        !stderr.contains(NOTHING_COUNTED),
+        "counted traffic: {stderr}"
+    );
     assert_same_as_rust_plain_run(&out, d);
 }
 
