@@ -18,8 +18,11 @@
 ! differs from the value it was built at (rankmig_on_comm, whose callback receives a C
 ! handle, is for C and C++).
 !
-! Build: mpif90 -c include/rankmig.f90 (gives rankmig.mod), then link the program with
-! -L target/release -lrankmig.
+! With `use mpi_f08`, use the module rankmig_f08 below instead: the same calls, with
+! rankmig_init(comm) and rankmig_comm() giving a type(MPI_Comm).
+!
+! Build: mpif90 -c include/rankmig.f90 (gives rankmig.mod and rankmig_f08.mod), then
+! link the program with -L target/release -lrankmig.
 module rankmig
   use, intrinsic :: iso_c_binding, only: c_int, c_long, c_char, c_ptr, c_size_t, &
        c_null_char, c_null_ptr, c_f_pointer, c_associated
@@ -107,3 +110,45 @@ contains
   end function rankmig_last_error
 
 end module rankmig
+
+! The same interface for a program that uses mpi_f08: the job's communicator is a
+! type(MPI_Comm) (its MPI_VAL is the handle the rankmig module gives).
+!
+!   use mpi_f08
+!   use rankmig_f08
+!   type(MPI_Comm) :: comm
+!   call MPI_Init()
+!   if (rankmig_init(comm) /= 0) stop 1
+!   ...
+!   comm = rankmig_comm()                       ! changes at migrations
+module rankmig_f08
+  use, intrinsic :: iso_c_binding, only: c_int
+  use mpi_f08, only: MPI_Comm
+  use rankmig, only: rankmig_register_data, rankmig_checkpoint, rankmig_resumed, &
+       rankmig_finalize, rankmig_last_error, rankmig_generation, RANKMIG_OK, &
+       RANKMIG_COMM_CHANGED, rankmig_init_handle => rankmig_init, &
+       rankmig_comm_handle => rankmig_comm
+  implicit none
+  private
+  public :: rankmig_init, rankmig_comm, rankmig_register_data, rankmig_checkpoint, &
+       rankmig_resumed, rankmig_finalize, rankmig_last_error, rankmig_generation, &
+       RANKMIG_OK, RANKMIG_COMM_CHANGED
+
+contains
+
+  !> Starts the runtime after MPI_Init (collective); comm is set to the job's
+  !> communicator, to use instead of MPI_COMM_WORLD. 0 = ok.
+  integer(c_int) function rankmig_init(comm)
+    type(MPI_Comm), intent(out) :: comm
+    integer :: handle
+    rankmig_init = rankmig_init_handle(handle)
+    comm%MPI_VAL = handle
+  end function rankmig_init
+
+  !> The job's communicator now: take it again after every rankmig_checkpoint().
+  function rankmig_comm() result(comm)
+    type(MPI_Comm) :: comm
+    comm%MPI_VAL = rankmig_comm_handle()
+  end function rankmig_comm
+
+end module rankmig_f08

@@ -25,6 +25,11 @@ enum Twin {
     /// The C twin built with `-DJACOBI_CART_ONCE`: its Cartesian communicator is made
     /// once, as a naive port would.
     CCartOnce,
+    /// `tests/fortran/ring_f08.f90`: a ring written with `mpi_f08` only, on the
+    /// `rankmig_f08` module.
+    RingF08,
+    /// `tests/c/ring.c`: its C twin.
+    RingC,
 }
 
 impl Twin {
@@ -33,10 +38,14 @@ impl Twin {
         static C: OnceLock<PathBuf> = OnceLock::new();
         static FORTRAN: OnceLock<PathBuf> = OnceLock::new();
         static C_CART_ONCE: OnceLock<PathBuf> = OnceLock::new();
+        static RING_F08: OnceLock<PathBuf> = OnceLock::new();
+        static RING_C: OnceLock<PathBuf> = OnceLock::new();
         match self {
             Twin::C => C.get_or_init(|| build(self)),
             Twin::Fortran => FORTRAN.get_or_init(|| build(self)),
             Twin::CCartOnce => C_CART_ONCE.get_or_init(|| build(self)),
+            Twin::RingF08 => RING_F08.get_or_init(|| build(self)),
+            Twin::RingC => RING_C.get_or_init(|| build(self)),
         }
     }
 }
@@ -88,15 +97,29 @@ fn build(twin: Twin) -> PathBuf {
             }
             c
         }
-        Twin::Fortran => {
+        Twin::Fortran | Twin::RingF08 => {
+            let source = if twin == Twin::Fortran {
+                "examples/fortran/jacobi.f90"
+            } else {
+                "tests/fortran/ring_f08.f90"
+            };
             let mut f = Command::new("mpif90");
             f.args(["-O2", "-J"])
                 .arg(&out_dir)
                 .arg(root.join("include/rankmig.f90"))
-                .arg(root.join("examples/fortran/jacobi.f90"))
+                .arg(root.join(source))
                 .arg("-o")
-                .arg(out_dir.join("jacobi-f"));
+                .arg(out_dir.join(twin.file_name()));
             f
+        }
+        Twin::RingC => {
+            let mut c = Command::new("mpicc");
+            c.args(["-O2", "-Wall", "-I"])
+                .arg(root.join("include"))
+                .arg(root.join("tests/c/ring.c"))
+                .arg("-o")
+                .arg(out_dir.join(twin.file_name()));
+            c
         }
     };
     cmd.arg("-L")
@@ -119,6 +142,8 @@ impl Twin {
             Twin::C => "jacobi-c",
             Twin::Fortran => "jacobi-f",
             Twin::CCartOnce => "jacobi-c-cart-once",
+            Twin::RingF08 => "ring-f08",
+            Twin::RingC => "ring-c",
         }
     }
 }
@@ -561,4 +586,44 @@ fn a_run_whose_matrix_stays_zero_is_warned_once() {
         "{:?}",
         records(&run)
     );
+}
+
+/// A Fortran program using `mpi_f08` only (`tests/fortran/ring_f08.f90`, built against
+/// `include/rankmig.f90` as the guide says) migrates live on logical nodes: its rank 0
+/// ends at communicator generation 1, with the checksum of a plain run.
+#[test]
+fn an_mpi_f08_program_migrates_live_on_logical_nodes() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["--size", "64", "--iters", "6000", "--pause-us", "1000"];
+    edit(d, "n1 2\nn2 2\n");
+    let child = rankmig()
+        .current_dir(d)
+        .args(["run", "-n", "4", "-a", "av", "--run-dir", "run"])
+        .args(["--check-every", "200", "--settle", "0", "--"])
+        .arg(Twin::RingF08.program())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rankmig run");
+    let run = d.join("run");
+    wait_until("the job to start", || {
+        run.join("iterations/rank-0.csv").exists()
+    });
+    edit(d, "n1 2\nn3 2\n");
+    let out = child.wait_with_output().expect("rankmig run ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        records(&run).first().map(|r| r["outcome"].clone()),
+        Some("migrated".into()),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("ring-f08: communicator generation 1\n"),
+        "{stderr}"
+    );
+    let plain = checksum(&run_to_end(Twin::RingF08.program(), 4, &args, d));
+    assert_eq!(checksum(&out), plain, "{stderr}");
 }

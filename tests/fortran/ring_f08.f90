@@ -1,0 +1,120 @@
+! A ring of ranks written with mpi_f08 only, on the rankmig_f08 module: each
+! iteration sends N doubles to the right (MPI_Sendrecv) and to the left (MPI_Isend,
+! MPI_Irecv, MPI_Waitall), sums a value over the ranks (MPI_Allreduce) and mixes; at
+! the end rank 0 gathers the vectors (MPI_Gather) and prints the bits of their sum.
+! tests/c/ring.c is its C twin: the same calls with the same counts, so the same
+! RANKMIG_MATRIX_OUT matrix. Arguments: --size N --iters K [--pause-us U] (U
+! microseconds of sleep per iteration, so that a run lasts long enough to migrate).
+program ring_f08
+  use, intrinsic :: iso_c_binding
+  use mpi_f08
+  use rankmig_f08
+  implicit none
+
+  interface
+    integer(c_int) function usleep(us) bind(C, name="usleep")
+      import :: c_int
+      integer(c_int), value :: us
+    end function usleep
+  end interface
+
+  type(MPI_Comm) :: comm
+  type(MPI_Request) :: requests(2)
+  integer :: rank, ranks, n, left, right, i, pause
+  integer(c_int64_t), target :: iter
+  integer(c_int64_t) :: iters
+  real(c_double), allocatable, target :: v(:)
+  real(c_double), allocatable :: from_left(:), from_right(:), all(:)
+  real(c_double) :: mine, total
+  character(len=16) :: hex
+
+  call MPI_Init()
+  call parse_args(n, iters, pause)
+  if (rankmig_init(comm) /= 0) call fail('rankmig_init')
+  call MPI_Comm_rank(comm, rank)
+  call MPI_Comm_size(comm, ranks)
+  allocate(v(n), from_left(n), from_right(n))
+  do i = 1, n
+    v(i) = dble(rank) + dble(i) / dble(n)
+  end do
+  iter = 0
+  if (rankmig_register_data('iter', c_loc(iter), int(8, c_size_t)) /= 0) call fail('register')
+  if (rankmig_register_data('v', c_loc(v), int(8, c_size_t) * int(n, c_size_t)) /= 0) &
+       call fail('register')
+  do while (iter < iters)
+    comm = rankmig_comm()
+    left = mod(rank - 1 + ranks, ranks)
+    right = mod(rank + 1, ranks)
+    call MPI_Sendrecv(v, n, MPI_DOUBLE_PRECISION, right, 0, from_left, n, &
+         MPI_DOUBLE_PRECISION, left, 0, comm, MPI_STATUS_IGNORE)
+    call MPI_Irecv(from_right, n, MPI_DOUBLE_PRECISION, right, 1, comm, requests(1))
+    call MPI_Isend(v, n, MPI_DOUBLE_PRECISION, left, 1, comm, requests(2))
+    call MPI_Waitall(2, requests, MPI_STATUSES_IGNORE)
+    mine = v(1)
+    call MPI_Allreduce(mine, total, 1, MPI_DOUBLE_PRECISION, MPI_SUM, comm)
+    v = 0.5d0 * v + 0.25d0 * (from_left + from_right) + 1d-6 * total
+    iter = iter + 1
+    if (pause > 0) i = usleep(int(pause, c_int))
+    if (rankmig_checkpoint() < 0) call fail('rankmig_checkpoint')
+  end do
+  comm = rankmig_comm()
+  if (rank == 0) then
+    allocate(all(n * ranks))
+  else
+    allocate(all(1))
+  end if
+  call MPI_Gather(v, n, MPI_DOUBLE_PRECISION, all, n, MPI_DOUBLE_PRECISION, 0, comm)
+  if (rank == 0) then
+    total = 0d0
+    do i = 1, n * ranks
+      total = total + all(i)
+    end do
+    write (hex, '(z16.16)') transfer(total, 0_c_int64_t)
+    do i = 1, 16                                  ! lower case, as the C twin
+      if (hex(i:i) >= 'A' .and. hex(i:i) <= 'F') hex(i:i) = achar(iachar(hex(i:i)) + 32)
+    end do
+    write (*, '(a,a)') 'checksum: ', hex
+    write (0, '(a,i0)') 'ring-f08: communicator generation ', rankmig_generation()
+  end if
+  if (rankmig_finalize() /= 0) call fail('rankmig_finalize')
+  call MPI_Finalize()
+
+contains
+
+  subroutine parse_args(size, count, pause_us)
+    integer, intent(out) :: size, pause_us
+    integer(c_int64_t), intent(out) :: count
+    character(len=64) :: flag, value
+    integer :: k, status
+    size = 64
+    count = 100
+    pause_us = 0
+    k = 1
+    do while (k <= command_argument_count())
+      call get_command_argument(k, flag)
+      call get_command_argument(k + 1, value)
+      select case (trim(flag))
+      case ('--size')
+        read (value, *, iostat=status) size
+      case ('--iters')
+        read (value, *, iostat=status) count
+      case ('--pause-us')
+        read (value, *, iostat=status) pause_us
+      case default
+        status = 1
+      end select
+      if (status /= 0 .or. size <= 0 .or. count < 0) then
+        write (0, '(a)') 'ring-f08: bad argument ' // trim(flag) // ' (use --size N --iters K)'
+        call MPI_Abort(MPI_COMM_WORLD, 1)
+      end if
+      k = k + 2
+    end do
+  end subroutine parse_args
+
+  subroutine fail(what)
+    character(len=*), intent(in) :: what
+    write (0, '(a)') 'ring-f08: ' // what // ': ' // rankmig_last_error()
+    call MPI_Abort(MPI_COMM_WORLD, 1)
+  end subroutine fail
+
+end program ring_f08
