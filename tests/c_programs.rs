@@ -627,3 +627,21 @@ fn an_mpi_f08_program_migrates_live_on_logical_nodes() {
     let plain = checksum(&run_to_end(Twin::RingF08.program(), 4, &args, d));
     assert_eq!(checksum(&out), plain, "{stderr}");
 }
+
+/// The `mpi_f08` ring and its C twin compute the same: the same checksum, 1 and 4 ranks.
+#[test]
+fn the_mpi_f08_ring_prints_the_checksum_of_its_c_twin() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--size", "64", "--iters", "100"];
+    for ranks in [1, 4] {
+        let c = checksum(&run_to_end(Twin::RingC.program(), ranks, &args, dir.path()));
+        let f = checksum(&run_to_end(
+            Twin::RingF08.program(),
+            ranks,
+            &args,
+            dir.path(),
+        ));
+        assert_eq!(f, c, "{ranks} ranks");
+    }
+}
