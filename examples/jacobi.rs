@@ -15,6 +15,10 @@
 //! at which that file exists (a run that lasts as long as its caller needs, on a
 //! machine of any speed); the same `--iters` count without it gives the same checksum.
 //!
+//! With `--fail-at K` the last rank exits with code 3 when it reaches iteration K, at
+//! every launch that gets there (an application's own bug, for the tests of
+//! `rankmig run --auto-restart`).
+//!
 //! Prints `iterations: <count>` and one line `checksum: <16 hex digits>` (XXH3-64 of the final global grid,
 //! row-major, little-endian f64) on stdout; the result is bit-exact and the same for
 //! any rank count that divides `N`. Everything else goes to stderr.
@@ -37,13 +41,15 @@ struct State {
     rows: Vec<f64>,
 }
 
-/// Command line: `--size N --iters K [--stop-file PATH]`.
+/// Command line: `--size N --iters K [--stop-file PATH] [--fail-at K]`.
 struct Args {
     size: usize,
     iters: u64,
     /// When this file exists, the run ends at the next multiple of [`STOP_CHECK`]
     /// iterations (every rank agrees on which), before `iters`.
     stop_file: Option<std::path::PathBuf>,
+    /// The last rank exits with code 3 at this iteration.
+    fail_at: Option<u64>,
 }
 
 /// Iterations between two looks for the stop file.
@@ -54,6 +60,7 @@ fn parse_args() -> Result<Args, String> {
         size: 256,
         iters: 100,
         stop_file: None,
+        fail_at: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -63,9 +70,10 @@ fn parse_args() -> Result<Args, String> {
             "--size" => args.size = value.parse().map_err(bad)?,
             "--iters" => args.iters = value.parse().map_err(bad)?,
             "--stop-file" => args.stop_file = Some(value.into()),
+            "--fail-at" => args.fail_at = Some(value.parse().map_err(bad)?),
             _ => {
                 return Err(format!(
-                    "unknown argument {flag:?} (use --size N --iters K [--stop-file PATH])"
+                    "unknown argument {flag:?} (use --size N --iters K [--stop-file PATH] [--fail-at K])"
                 ));
             }
         }
@@ -134,6 +142,7 @@ fn run(universe: Universe) -> Result<(), Box<dyn std::error::Error>> {
         sweep(&state.rows, &up, &down, n, h2, &mut next);
         std::mem::swap(&mut state.rows, &mut next);
         state.iter += 1;
+        fail_if_asked(&job, &args, state.iter);
         rankmig::checkpoint!(job, state);
     }
     job.finalize()?;
@@ -150,6 +159,17 @@ fn run(universe: Universe) -> Result<(), Box<dyn std::error::Error>> {
     }
     print_checksum(job.comm(), &state.rows, n);
     Ok(())
+}
+
+/// `--fail-at`: the last rank exits with code 3 at that iteration.
+fn fail_if_asked(job: &Job, args: &Args, iter: u64) {
+    let rank = job.comm().rank();
+    if args.fail_at == Some(iter) && rank == job.comm().size() - 1 {
+        say(&format!(
+            "jacobi: rank {rank} fails at iteration {iter} (--fail-at)"
+        ));
+        std::process::exit(3);
+    }
 }
 
 /// At every [`STOP_CHECK`]-th iteration, true on every rank when the stop file exists

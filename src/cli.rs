@@ -456,12 +456,16 @@ pub struct RunArgs {
     /// as it is (OMPI_MCA_*, PRTE_MCA_*, MPIR_CVAR_*, HYDRA_* variables among it).
     #[arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub mpirun_args: Vec<String>,
-    /// When the job fails because hosts were lost (named in the launcher's messages, or
-    /// not answering `true` through RANKMIG_PROBE_AGENT, else the launcher's agent
-    /// variable: OMPI_MCA_plm_rsh_agent, PRTE_MCA_plm_ssh_agent or HYDRA_LAUNCHER_EXEC,
-    /// else ssh), restart from the newest complete checkpoint without them, at most N
-    /// times.
-    /// A failure with every host answering is not restarted.
+    /// When the job fails (a rank killed by a signal or exiting with an error code, a
+    /// host lost), restart it from the newest complete checkpoint, at most N times. The
+    /// rank that died is named with its host, how it ended and its iteration; every host
+    /// is probed (it must run `true` through RANKMIG_PROBE_AGENT, else the launcher's
+    /// agent variable: OMPI_MCA_plm_rsh_agent, PRTE_MCA_plm_ssh_agent or
+    /// HYDRA_LAUNCHER_EXEC, else ssh): the job restarts on the same hosts when all
+    /// answer, without those that do not (lost). Not restarted: a job stopped by a
+    /// signal to rankmig run, a job with no complete checkpoint, and the same rank
+    /// ending the same way at the same iteration again after a restart (the
+    /// application's own failure).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub auto_restart: u32,
     /// Communication matrix used for the initial placement and for planning (default:

@@ -542,6 +542,49 @@ fn a_dead_host_is_left_by_an_automatic_restart() {
     assert!(out.status.success(), "{stderr}");
 }
 
+/// With `--auto-restart 1`, a rank SIGKILLed on a host that still answers is named
+/// with its host and signal, no host is called lost, and the job restarts from its
+/// newest complete checkpoint on the same hosts (read from outside), with a plain run's
+/// result.
+#[test]
+fn a_killed_rank_restarts_on_the_same_hosts() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let cluster = Cluster::new(&["h1", "h2", "h3", "h4"], "h1 2\nh2 2\nh3 2\nh4 2\n");
+    let child = cluster.start(8, &["--auto-restart", "1"]);
+    let root = child.id();
+    wait_for_progress_past_a_checkpoint(&cluster);
+    let before = per_host(&live_hosts(root));
+    let (victim, _) = live_hosts(root)
+        .into_iter()
+        .find(|(_, h)| h == "h2")
+        .expect("a rank on h2");
+    // SAFETY: kill(2) on a rank of the job this test started.
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    wait_until("the restart", Duration::from_secs(90), || {
+        cluster.restart_placement().is_some()
+    });
+    let name = cluster.restart_placement().unwrap_or_default();
+    assert_eq!(cluster.planned(&name), before);
+    assert_processes_follow(&cluster, root, &name);
+    let out = finish(&cluster, child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(" on h2 was killed by signal 9 (SIGKILL) at iteration "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "every host answers: restarting from the newest complete checkpoint on the same hosts"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(" lost"), "{stderr}");
+    assert_result_of_a_plain_run(&out);
+}
+
 /// A fault during a live migration across hosts (issue 22).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Fault {

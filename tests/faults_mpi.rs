@@ -167,3 +167,96 @@ fn a_bad_file_at_the_first_launch_is_an_error() {
     );
     assert!(!d.join("run/processes.csv").exists());
 }
+
+/// The nodes of the placement file `name` of the run directory, in rank order.
+fn placed_nodes(dir: &Path, name: &str) -> Vec<String> {
+    let text = fs::read_to_string(dir.join("run").join(name)).expect("placement file");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        .collect()
+}
+
+/// A rank SIGKILLed on a node that still answers: `rankmig run --auto-restart 1` names
+/// the rank, its node and the signal, and launches the job again from its newest
+/// complete checkpoint on the same nodes, with a plain run's result.
+#[test]
+fn a_killed_rank_is_restarted_on_the_same_nodes() {
+    let _lock = mpi_lock();
+    retry_on_hang(killed_rank);
+}
+
+fn killed_rank() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    set_availability(d, "n1 2\nn2 2\n");
+    let job = start(d, &["--auto-restart", "1"]);
+    wait_for("a committed checkpoint", || {
+        has_committed_epoch(&d.join("run/ckpt"))
+    })?;
+    signal(pid_of(d, 2), libc::SIGKILL);
+    wait_for("the restarted job", || launches_started(d) == 2)?;
+    let out = stop_and_finish(job, d)?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("rank 2 on n2 was killed by signal 9 (SIGKILL) at iteration "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("every host answers: restarting from the newest complete checkpoint on the same hosts (auto-restart 1 of 1)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("restored epoch"), "{stderr}");
+    assert_eq!(
+        placed_nodes(d, "placement-restart-1.txt"),
+        placed_nodes(d, "placement-0.txt")
+    );
+    assert_result_of_a_plain_run(&out);
+    Ok(())
+}
+
+/// A rank that exits with code 3 at iteration 2500 at every launch: restarted once
+/// from the checkpoint of iteration 2000, it fails again at the same iteration, and the
+/// restarts stop there (1 of 3 used) with that diagnosis.
+#[test]
+fn a_rank_failing_twice_at_the_same_iteration_stops_the_restarts() {
+    let _lock = mpi_lock();
+    retry_on_hang(same_failure_twice);
+}
+
+fn same_failure_twice() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    set_availability(d, "n1 2\nn2 2\n");
+    let mut cmd = rankmig();
+    cmd.current_dir(d)
+        .env("RANKMIG_CKPT_EVERY", "1000")
+        .args(["run", "-n", &RANKS.to_string(), "--availability", "av"])
+        .args([
+            "--run-dir",
+            "run",
+            "--check-every",
+            "20",
+            "--auto-restart",
+            "3",
+        ])
+        .arg("--")
+        .arg(jacobi())
+        .args(["--size", "128", "--iters", "100000", "--fail-at", "2500"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Job(Some(cmd.spawn().expect("rankmig run starts"))).finish()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let failure = "rank 3 on n2 exited with code 3 at iteration 2499";
+    let ended = format!("{failure}: the job ended");
+    assert_eq!(stderr.matches(&ended).count(), 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{failure} again after a restart: probably a failure of the application itself, not of a host: not restarting")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(auto-restart 1 of 3)"), "{stderr}");
+    assert!(!stderr.contains("(auto-restart 2 of 3)"), "{stderr}");
+    assert_eq!(launches_started(d), 2);
+    Ok(())
+}

@@ -11,6 +11,7 @@
 //!   rms-availability         with --rms: the availability the resource manager gives
 //!   reconfigurations.jsonl   one JSON object per availability change
 //!   iterations/rank-R.csv    iteration,compute_ns,scheduling_ns,migration_ns per rank
+//!   iterations/rank-R.at     the iteration rank R is at (kept when its process dies)
 //!   processes.csv            rank,pid,node,core,event,cpus of every process of the job
 //!   relaunch-request         the ranks ask rankmig run to launch the job again
 //!   stalls.txt               rankmig run stopped a job whose ranks made no progress
@@ -218,6 +219,38 @@ pub fn nodes_with_ranks(run_dir: &Path, mark: u64, ranks: usize) -> Option<Vec<S
     Some(nodes)
 }
 
+/// The rank and node of the process `pid`, from the process events written to
+/// `run_dir` after `mark`.
+pub fn process_of_pid(run_dir: &Path, mark: u64, pid: u32) -> Option<(usize, String)> {
+    let new = events_after(run_dir, mark)?;
+    let pid = pid.to_string();
+    new.lines()
+        .filter_map(ProcessEvent::parse)
+        .find(|e| e.pid == pid)
+        .map(|e| (e.rank, e.node.to_owned()))
+}
+
+/// The node of the newest process of `rank` (its last `start` or `arrived` event
+/// written to `run_dir` after `mark`).
+///
+/// ```
+/// use rankmig::migrate::record::{PROCESSES, node_of_rank, process_of_pid};
+/// let dir = tempfile::tempdir().unwrap();
+/// let events = "1,12,n4,0,start,0\n1,13,n2,1,arrived,0\n1,12,n4,0,left,0\n";
+/// std::fs::write(dir.path().join(PROCESSES), events).unwrap();
+/// assert_eq!(node_of_rank(dir.path(), 0, 1).as_deref(), Some("n2"));
+/// assert_eq!(process_of_pid(dir.path(), 0, 12), Some((1, "n4".to_owned())));
+/// assert_eq!(node_of_rank(dir.path(), 0, 0), None);
+/// ```
+pub fn node_of_rank(run_dir: &Path, mark: u64, rank: usize) -> Option<String> {
+    let new = events_after(run_dir, mark)?;
+    new.lines()
+        .rev()
+        .filter_map(ProcessEvent::parse)
+        .find(|e| e.rank == rank && matches!(e.event, "start" | "arrived"))
+        .map(|e| e.node.to_owned())
+}
+
 /// Appends one line to a file, creating it and its directory.
 pub fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
@@ -246,6 +279,28 @@ pub fn migrations_recorded(run_dir: &Path) -> u64 {
         })
         .max()
         .unwrap_or(0)
+}
+
+/// The file in which rank `rank` keeps the iteration it is at (8 bytes, little-endian,
+/// stored at each `checkpoint!` call through a shared mapping).
+pub fn iteration_mark_file(run_dir: &Path, rank: usize) -> PathBuf {
+    run_dir.join("iterations").join(format!("rank-{rank}.at"))
+}
+
+/// The iteration rank `rank` of the job of `run_dir` was at last (its process may be
+/// gone), from [`iteration_mark_file`]; `None` when the file is missing or short.
+///
+/// ```
+/// use rankmig::migrate::record::{iteration_mark, iteration_mark_file};
+/// let dir = tempfile::tempdir().unwrap();
+/// assert_eq!(iteration_mark(dir.path(), 2), None);
+/// std::fs::create_dir_all(dir.path().join("iterations")).unwrap();
+/// std::fs::write(iteration_mark_file(dir.path(), 2), 4242u64.to_le_bytes()).unwrap();
+/// assert_eq!(iteration_mark(dir.path(), 2), Some(4242));
+/// ```
+pub fn iteration_mark(run_dir: &Path, rank: usize) -> Option<u64> {
+    let bytes = std::fs::read(iteration_mark_file(run_dir, rank)).ok()?;
+    Some(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?))
 }
 
 /// Path of a rank's iteration file.

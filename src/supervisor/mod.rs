@@ -1,7 +1,8 @@
 //! `rankmig run`: the supervisor of a job. It reads the allocation, places the ranks,
 //! starts the job with the launcher of its MPI implementation ([`crate::launcher`]),
 //! prints each reconfiguration the ranks record, stops a hung spawn or a stalled job
-//! and launches it again, restarts the job after a lost host, and with `--rms` follows
+//! and launches it again, restarts the job after a rank or a host is lost
+//! ([`rank_failure`], [`probe`]), and with `--rms` follows
 //! what the resource manager says about the job's nodes ([`rms_watch`]).
 //!
 //! It talks to the ranks only through the environment of the launch
@@ -13,6 +14,7 @@ pub mod launch;
 pub mod probe;
 pub mod progress;
 pub mod rank_environment;
+pub mod rank_failure;
 pub mod rms_watch;
 pub mod run_dir_watch;
 pub mod stall_watch;

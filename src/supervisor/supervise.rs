@@ -29,6 +29,7 @@ use super::availability_lock::AvailabilityLock;
 use super::launch::{LaunchError, LaunchKind, RunSpec, prepare, save_spec};
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
+use super::rank_failure::{FailureClues, RankFailure};
 use super::rms_watch::{self, LaunchShared};
 use super::run_dir_watch::RunDirWatch;
 use super::stall_watch::{self, Stall, StallWatch};
@@ -56,6 +57,8 @@ pub struct LaunchOutcome {
     pub lost_hosts: Vec<String>,
     /// The signal `rankmig run` received and forwarded, if any.
     pub stopped_by: Option<i32>,
+    /// The rank whose death ended the job, when the launcher named one.
+    pub failure: Option<RankFailure>,
 }
 
 /// Runs the job, restarting it after a lost host at most `auto_restart` times.
@@ -111,26 +114,65 @@ fn run_launches(
     };
     let mut outcome = launch_until_done(spec, first, shared)?;
     let mut restarts = 0;
+    let mut previous: Option<RankFailure> = None;
     while outcome.code != 0 && outcome.stopped_by.is_none() && restarts < auto_restart {
-        let new = newly_lost(spec, &outcome.lost_hosts, &probe);
-        if new.is_empty() {
-            log::warn!(
-                "the job failed ({} exit {}) and every host still answers: not restarting",
-                spec.launcher().program(),
-                outcome.code
-            );
+        report_failure(spec, &outcome);
+        if let Some(why) = not_restartable(spec, &outcome, previous.as_ref()) {
+            log::error!("{why}: not restarting");
             break;
         }
         restarts += 1;
-        spec.lost_hosts.extend(new.iter().cloned());
-        save_spec(spec)?;
-        log::warn!(
-            "host(s) {} lost: restarting from the newest complete checkpoint without them (auto-restart {restarts} of {auto_restart})",
-            new.join(", ")
-        );
+        let lost = newly_lost(spec, &outcome.lost_hosts, &probe);
+        let counted = format!("auto-restart {restarts} of {auto_restart}");
+        if lost.is_empty() {
+            log::warn!(
+                "every host answers: restarting from the newest complete checkpoint on the same hosts ({counted})"
+            );
+        } else {
+            spec.lost_hosts.extend(lost.iter().cloned());
+            save_spec(spec)?;
+            log::warn!(
+                "host(s) {} lost (no answer to a probe): restarting from the newest complete checkpoint without them ({counted})",
+                lost.join(", ")
+            );
+        }
+        previous = outcome.failure.clone();
         outcome = launch_until_done(spec, LaunchKind::Relaunch, shared)?;
     }
     Ok(outcome.code)
+}
+
+/// Says how the job ended: the rank that died first, its host and how, as far as the
+/// launcher's messages and the run directory tell.
+fn report_failure(spec: &RunSpec, outcome: &LaunchOutcome) {
+    let program = spec.launcher().program();
+    match &outcome.failure {
+        Some(failure) => log::warn!("{failure}: the job ended ({program} exit {})", outcome.code),
+        None => log::warn!(
+            "the job ended ({program} exit {}); {program} named no rank that died",
+            outcome.code
+        ),
+    }
+}
+
+/// Why a failed job is not restarted automatically, if it is not: no complete
+/// checkpoint to restart from, or the same rank ending the same way at the same
+/// iteration as before the last restart (`previous`).
+fn not_restartable(
+    spec: &RunSpec,
+    outcome: &LaunchOutcome,
+    previous: Option<&RankFailure>,
+) -> Option<String> {
+    if let (Some(now), Some(before)) = (&outcome.failure, previous) {
+        if now.repeats(before) {
+            return Some(format!(
+                "{now} again after a restart: probably a failure of the application itself, not of a host"
+            ));
+        }
+    }
+    let complete = crate::checkpoint::inspect(&spec.ckpt_dir, false)
+        .is_ok_and(|r| r.epochs().any(|e| e.is_complete()));
+    (!complete).then(|| format!("{} holds no complete checkpoint", spec.ckpt_dir.display()))
 }
 
 /// Launches, and launches again from the newest checkpoint each time the ranks ask for
@@ -171,18 +213,21 @@ fn launch_shared(
     launch_once(spec, kind, shared)
 }
 
-/// Hosts of the allocation lost since the last launch: those named in `reported`, and
-/// those that do not answer the probe. Single-host mode: none.
+/// Hosts of the allocation lost since the last launch: those that do not answer the
+/// probe; with probing off ([`super::probe::ENV_PROBE_AGENT`] `none`), those named
+/// in `reported` (the launcher's messages). Single-host mode: none.
 fn newly_lost(spec: &RunSpec, reported: &[String], probe: &HostProbe) -> Vec<String> {
     let Some(allocation) = &spec.allocation else {
         return Vec::new();
     };
     let candidates = spec.usable_hosts(allocation);
-    let silent = probe.unreachable(&candidates);
-    candidates
-        .into_iter()
-        .filter(|h| reported.contains(h) || silent.contains(h))
-        .collect()
+    if probe.agent().is_empty() {
+        return candidates
+            .into_iter()
+            .filter(|h| reported.contains(h))
+            .collect();
+    }
+    probe.unreachable(&candidates)
 }
 
 /// One launch of `kind`, watched.
@@ -226,14 +271,16 @@ fn supervise(
         })
     };
     let lost = Arc::new(Mutex::new(Vec::<String>::new()));
+    let clues = Arc::new(Mutex::new(FailureClues::default()));
     let reader = child.stderr.take().map(|stderr| {
         let lost = Arc::clone(&lost);
+        let clues = Arc::clone(&clues);
         let hosts = spec
             .allocation
             .as_ref()
             .map(|a| spec.usable_hosts(a))
             .unwrap_or_default();
-        std::thread::spawn(move || scan_stderr(stderr, launcher, &hosts, &lost))
+        std::thread::spawn(move || scan_stderr(stderr, launcher, &hosts, &lost, &clues))
     });
     let running = Arc::new(AtomicBool::new(true));
     let progress = {
@@ -311,10 +358,17 @@ fn supervise(
             code = INCOMPLETE_EXIT;
         }
     }
+    let failure = (code != 0 && signal == 0)
+        .then(|| {
+            let clues = clues.lock().map(|c| c.clone()).unwrap_or_default();
+            RankFailure::from_clues(&clues, &spec.run_dir, mark)
+        })
+        .flatten();
     Ok(LaunchOutcome {
         code,
         lost_hosts,
         stopped_by: (signal != 0).then_some(signal),
+        failure,
     })
 }
 
@@ -387,17 +441,21 @@ fn stop_launcher(launcher: &dyn Launcher, pid: i32, signal: i32) {
 }
 
 /// Copies the launcher's stderr to ours and collects the hosts its failure messages
-/// name.
+/// name and what they say of the rank that died first.
 fn scan_stderr(
     stderr: impl std::io::Read,
     launcher: &dyn Launcher,
     hosts: &[String],
     lost: &Mutex<Vec<String>>,
+    clues: &Mutex<FailureClues>,
 ) {
     let mut out = std::io::stderr();
     for line in BufReader::new(stderr).lines() {
         let Ok(line) = line else { break };
         let _ = writeln!(out, "{line}");
+        if let Ok(mut c) = clues.lock() {
+            c.read(&line);
+        }
         if let Some(host) = launcher.lost_host(&line, hosts) {
             if let Ok(mut l) = lost.lock() {
                 if !l.contains(&host) {

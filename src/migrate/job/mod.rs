@@ -22,12 +22,14 @@ use crate::planner::{Location, Placement};
 mod binding;
 pub mod history;
 mod host_trees;
+mod iteration_mark;
 mod migration;
 mod outcome;
 pub mod pacing;
 mod reconfigure;
 
 use history::SpawnHistory;
+use iteration_mark::IterationMark;
 use migration::Assignment;
 use pacing::CheckPacer;
 
@@ -89,6 +91,9 @@ pub struct Job {
     replacement: bool,
     /// [`Job::finalize`] has run (else dropping the job notes its end).
     finished: bool,
+    /// Where this rank notes the iteration it is at, for `rankmig run` to read after a
+    /// failure (`None` without a run directory).
+    mark: Option<IterationMark>,
     /// How many times this process's job communicator has been replaced (a process
     /// that arrived by migration starts with the count of the migration that made it).
     comm_changes: u64,
@@ -146,6 +151,7 @@ impl Job {
             (Some(dir), 0) => record::migrations_recorded(dir),
             _ => 0,
         };
+        let settings_run_dir = settings.run_dir.clone();
         let mut job = Self {
             pacer: CheckPacer::starting_at(settings.check_spacing, 0),
             settings,
@@ -168,6 +174,7 @@ impl Job {
             history: SpawnHistory::default(),
             replacement: false,
             finished: false,
+            mark: iteration_mark(settings_run_dir.as_deref(), rank),
             comm_changes: 0,
             comm_changed: false,
             live_bytes: None,
@@ -227,6 +234,7 @@ impl Job {
                 .settling(a.settings.settle())
                 .keeping_accepted(record::accepted_availability(a.settings.run_dir.as_deref()))
         });
+        let mark = iteration_mark(a.settings.run_dir.as_deref(), a.rank);
         let job = Self {
             pacer: CheckPacer::resume(a.settings.check_spacing, a.next_check, a.check_stride),
             settings: a.settings,
@@ -249,6 +257,7 @@ impl Job {
             history: a.history,
             replacement: true,
             finished: false,
+            mark,
             comm_changes: a.comm_changes,
             comm_changed: false,
             live_bytes: None,
@@ -347,6 +356,9 @@ impl Job {
             });
         }
         self.last_end = now;
+        if let Some(mark) = &self.mark {
+            mark.set(self.calls);
+        }
         self.ckpt_due = self.ckpt.tick();
         self.ckpt_due || (self.settings.migrates() && self.pacer.due(self.calls))
     }
@@ -471,6 +483,11 @@ fn mpi_finalized() -> bool {
     // SAFETY: MPI_Finalized may be called at any time, also after MPI_Finalize.
     unsafe { mpi::ffi::MPI_Finalized(&mut flag) };
     flag != 0
+}
+
+/// The iteration mark of rank `rank` in `run_dir`, if the job has one.
+fn iteration_mark(run_dir: Option<&std::path::Path>, rank: usize) -> Option<IterationMark> {
+    IterationMark::open(&record::iteration_mark_file(run_dir?, rank))
 }
 
 /// What the job's watcher does with a host outside the allocation: allowed with
