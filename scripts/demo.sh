@@ -20,7 +20,8 @@
 # then the script stops the job through the Jacobi example's --stop-file and compares its
 # checksum with a plain run of as many iterations.
 # At the end: the placement after each step, the report table, the chart's path, and
-# the final checksum next to that of a run without availability changes.
+# the final checksum next to that of a run without availability changes. The job does
+# not outlive the script (Ctrl-C, SIGTERM, SIGHUP or an error stops it).
 #
 # Settings (environment): DEMO_MPI (openmpi4 = Debian's Open MPI 4.1, default; mpich or
 # openmpi5 = the PyPI builds scripts/setup.sh installs under target/mpi, each built in
@@ -87,6 +88,27 @@ job=$!
 
 # Where the job's processes run, read from outside: "host:processes ..." per host.
 descendants() { local p; for p in $(pgrep -P "$1"); do echo "$p"; descendants "$p"; done; }
+
+# The job does not outlive the script: on its exit, Ctrl-C (a background job of a
+# script ignores SIGINT, so the job would run on), SIGTERM or SIGHUP, rankmig run gets
+# SIGTERM, which it forwards to the launcher; what still runs 15 s later is killed.
+stop_job() {
+  trap - EXIT INT TERM HUP
+  kill -0 "$job" 2>/dev/null || return 0
+  echo "demo: stopping the job (rankmig run, pid $job)" >&2
+  kill -TERM "$job" 2>/dev/null || true
+  local t
+  for t in $(seq 150); do
+    kill -0 "$job" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  local p
+  for p in $(descendants "$job") "$job"; do kill -KILL "$p" 2>/dev/null || true; done
+}
+trap stop_job EXIT
+trap 'stop_job; exit 130' INT
+trap 'stop_job; exit 143' TERM
+trap 'stop_job; exit 129' HUP
 real_hosts() {
   local p
   for p in $(descendants "$job"); do
