@@ -60,7 +60,7 @@ done
 # 10-line C program), so its live migrations are not tested.
 mpich4=(env "PATH=$ROOT/scripts/mpich4-debian:$PATH" "CARGO_TARGET_DIR=$ROOT/target/mpich4")
 step "C and Fortran examples (Debian MPICH 4.0.2)" "${mpich4[@]}" \
-  cargo test --release --no-fail-fast --test c_programs -- twins_print killed_with_sigkill traffic
+  cargo test --release --no-fail-fast --test c_programs -- twins_print killed_with_sigkill traffic checksum_of_its_c_twin
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: FAILED: ${failed[*]}" >&2

@@ -645,3 +645,43 @@ fn the_mpi_f08_ring_prints_the_checksum_of_its_c_twin() {
         assert_eq!(f, c, "{ranks} ranks");
     }
 }
+
+/// The matrix `twin` exports (`RANKMIG_MATRIX_OUT`) after a plain run of 4 ranks.
+fn matrix_of(twin: Twin, args: &[&str], dir: &Path) -> rankmig::matrix::CommMatrix {
+    let matrix = dir.join(format!("{}.matrix", twin.file_name()));
+    let out = mpirun(
+        twin.program(),
+        4,
+        args,
+        &[
+            ("RANKMIG_CKPT_DIR", &dir.join("ckpt")),
+            ("RANKMIG_MATRIX_OUT", &matrix),
+        ],
+    )
+    .output()
+    .expect("mpirun");
+    checksum(&out);
+    rankmig::matrix::CommMatrix::load(&matrix, rankmig::matrix::MatrixFormat::Dense)
+        .expect("the exported matrix reads")
+}
+
+/// A Fortran program's traffic is counted through the Fortran entry points
+/// (`src/monitor/fortran.rs`): the Jacobi twin (`use mpi`: `MPI_Sendrecv`,
+/// `MPI_Gather`) and the `mpi_f08` ring (`MPI_Sendrecv`, `MPI_Isend`, `MPI_Allreduce`,
+/// `MPI_Gather`) export the matrices of their C twins, byte for byte.
+#[test]
+fn the_traffic_of_fortran_programs_is_that_of_their_c_twins() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--size", "64", "--iters", "50"];
+    for (fortran, c) in [(Twin::Fortran, Twin::C), (Twin::RingF08, Twin::RingC)] {
+        let f = matrix_of(fortran, &args, dir.path());
+        let c = matrix_of(c, &args, dir.path());
+        assert!(c.total() > 0.0, "{fortran:?}'s twin counted nothing");
+        for i in 0..4usize {
+            for j in 0..4usize {
+                assert_eq!(f.get(i, j), c.get(i, j), "{fortran:?}: bytes {i} -> {j}");
+            }
+        }
+    }
+}

@@ -41,7 +41,7 @@ use super::counters::{
 
 /// Sends `bytes` to every other rank of `comm` (every remote rank of an
 /// intercommunicator).
-fn to_all_others(comm: MPI_Comm, bytes: u64) {
+pub(super) fn to_all_others(comm: MPI_Comm, bytes: u64) {
     let me = if is_inter(comm) { -1 } else { my_rank(comm) };
     record_collective(
         comm,
@@ -52,7 +52,7 @@ fn to_all_others(comm: MPI_Comm, bytes: u64) {
 }
 
 /// Whether this process is the root of a rooted collective.
-fn is_root(comm: MPI_Comm, root: c_int) -> bool {
+pub(super) fn is_root(comm: MPI_Comm, root: c_int) -> bool {
     if is_inter(comm) {
         root == ffi::MPI_ROOT
     } else {
@@ -62,7 +62,7 @@ fn is_root(comm: MPI_Comm, root: c_int) -> bool {
 
 /// Sends `bytes` to `root`, unless this is the root (or in the root's group of an
 /// intercommunicator).
-fn to_root(comm: MPI_Comm, root: c_int, bytes: u64) {
+pub(super) fn to_root(comm: MPI_Comm, root: c_int, bytes: u64) {
     if root >= 0 && (is_inter(comm) || my_rank(comm) != root) {
         record_collective(comm, std::iter::once((root, bytes)));
     }
@@ -72,7 +72,7 @@ fn to_root(comm: MPI_Comm, root: c_int, bytes: u64) {
 ///
 /// # Safety
 /// `counts` is null or has one count per rank one sends to on `comm`.
-unsafe fn per_rank(comm: MPI_Comm, counts: *const c_int, datatype: MPI_Datatype) {
+pub(super) unsafe fn per_rank(comm: MPI_Comm, counts: *const c_int, datatype: MPI_Datatype) {
     if counts.is_null() {
         return;
     }

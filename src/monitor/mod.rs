@@ -3,7 +3,8 @@
 //!
 //! - [`counters`] and [`interpose`]: bytes and messages each rank sends to each other
 //!   rank, counted through MPI's profiling interface (Open MPI 4.1.4's MPI_T monitoring
-//!   counters cannot be read, Open MPI issue 9260), point-to-point and collectives apart.
+//!   counters cannot be read, Open MPI issue 9260), point-to-point and collectives apart;
+//!   [`fortran`]: the same calls through their Fortran entry points.
 //! - [`gather`]: the matrix and the placement on every rank.
 //! - [`location`]: a rank's logical node and core, and binding it to a real core.
 //! - [`watch`] and [`schedule`]: the availability file, read by rank 0 and broadcast, at
@@ -13,6 +14,7 @@
 pub mod counters;
 pub mod error;
 pub mod export;
+pub mod fortran;
 pub mod gather;
 pub mod interpose;
 pub mod location;
