@@ -13,10 +13,20 @@
 !   ierr = rankmig_finalize()
 !   call MPI_Finalize(ierr)
 !
-! A communicator derived from the job's (MPI_Cart_create, MPI_Comm_split) is rebuilt
-! when rankmig_checkpoint returns RANKMIG_COMM_CHANGED, or when rankmig_generation()
-! differs from the value it was built at (rankmig_on_comm, whose callback receives a C
-! handle, is for C and C++).
+! A communicator derived from the job's (MPI_Cart_create, MPI_Comm_split) is rebuilt in
+! a callback registered with rankmig_on_comm: a bind(C) subroutine of a module,
+! receiving the job's communicator (a Fortran handle, by value) and an argument,
+!
+!   subroutine rebuild(comm, arg) bind(C)
+!     integer(c_int), value :: comm                ! type(MPI_Comm), value with rankmig_f08
+!     type(c_ptr), value :: arg
+!     if (cart /= MPI_COMM_NULL) call MPI_Comm_free(cart, ierr)
+!     call MPI_Cart_create(comm, ...)
+!   end subroutine
+!   ierr = rankmig_on_comm(rebuild, c_null_ptr)   ! runs it now, then at every change
+!
+! or when rankmig_checkpoint returns RANKMIG_COMM_CHANGED, or rankmig_generation()
+! differs from the value it was built at.
 !
 ! With `use mpi_f08`, use the module rankmig_f08 below instead: the same calls, with
 ! rankmig_init(comm) and rankmig_comm() giving a type(MPI_Comm).
@@ -25,16 +35,33 @@
 ! link the program with -L target/release -lrankmig.
 module rankmig
   use, intrinsic :: iso_c_binding, only: c_int, c_long, c_char, c_ptr, c_size_t, &
-       c_null_char, c_null_ptr, c_f_pointer, c_associated
+       c_null_char, c_null_ptr, c_f_pointer, c_associated, c_funptr, c_funloc
   implicit none
   private
   public :: rankmig_init, rankmig_comm, rankmig_register_data, rankmig_checkpoint, &
-       rankmig_resumed, rankmig_finalize, rankmig_last_error, rankmig_generation
+       rankmig_resumed, rankmig_finalize, rankmig_last_error, rankmig_generation, &
+       rankmig_on_comm, rankmig_comm_callback
 
   integer(c_int), parameter, public :: RANKMIG_OK = 0
   integer(c_int), parameter, public :: RANKMIG_COMM_CHANGED = 1
 
+  abstract interface
+    !> A callback of rankmig_on_comm: the job's communicator (a Fortran handle) and the
+    !> argument given with it.
+    subroutine rankmig_comm_callback(comm, arg) bind(C)
+      import :: c_int, c_ptr
+      integer(c_int), value :: comm
+      type(c_ptr), value :: arg
+    end subroutine rankmig_comm_callback
+  end interface
+
   interface
+    integer(c_int) function c_rankmig_on_comm_fortran(callback, arg) &
+         bind(C, name="rankmig_on_comm_fortran")
+      import :: c_int, c_funptr, c_ptr
+      type(c_funptr), value :: callback
+      type(c_ptr), value :: arg
+    end function c_rankmig_on_comm_fortran
     integer(c_int) function c_rankmig_init(comm) bind(C, name="rankmig_init")
       import :: c_int, c_ptr
       type(c_ptr), value :: comm
@@ -90,6 +117,16 @@ contains
     rankmig_register_data = c_rankmig_register(trim(name) // c_null_char, data, bytes)
   end function rankmig_register_data
 
+  !> Registers callback, called with the job's communicator and arg: at once, then in
+  !> every process each time the job's communicator is replaced (inside
+  !> rankmig_checkpoint, before it returns; in a process that arrived by migration, when
+  !> it registers). Rebuild derived communicators there. 0 = ok.
+  integer(c_int) function rankmig_on_comm(callback, arg)
+    procedure(rankmig_comm_callback) :: callback
+    type(c_ptr), intent(in) :: arg
+    rankmig_on_comm = c_rankmig_on_comm_fortran(c_funloc(callback), arg)
+  end function rankmig_on_comm
+
   !> The message of the last failed call.
   function rankmig_last_error() result(message)
     character(len=:), allocatable :: message
@@ -122,7 +159,7 @@ end module rankmig
 !   ...
 !   comm = rankmig_comm()                       ! changes at migrations
 module rankmig_f08
-  use, intrinsic :: iso_c_binding, only: c_int
+  use, intrinsic :: iso_c_binding, only: c_int, c_ptr, c_funptr, c_funloc
   use mpi_f08, only: MPI_Comm
   use rankmig, only: rankmig_register_data, rankmig_checkpoint, rankmig_resumed, &
        rankmig_finalize, rankmig_last_error, rankmig_generation, RANKMIG_OK, &
@@ -132,9 +169,36 @@ module rankmig_f08
   private
   public :: rankmig_init, rankmig_comm, rankmig_register_data, rankmig_checkpoint, &
        rankmig_resumed, rankmig_finalize, rankmig_last_error, rankmig_generation, &
-       RANKMIG_OK, RANKMIG_COMM_CHANGED
+       RANKMIG_OK, RANKMIG_COMM_CHANGED, rankmig_on_comm, rankmig_comm_f08_callback
+
+  abstract interface
+    !> A callback of rankmig_on_comm: the job's communicator and the argument given
+    !> with it (type(MPI_Comm) is interoperable: one integer, passed like the handle).
+    subroutine rankmig_comm_f08_callback(comm, arg) bind(C)
+      import :: MPI_Comm, c_ptr
+      type(MPI_Comm), value :: comm
+      type(c_ptr), value :: arg
+    end subroutine rankmig_comm_f08_callback
+  end interface
+
+  interface
+    integer(c_int) function c_rankmig_on_comm_fortran(callback, arg) &
+         bind(C, name="rankmig_on_comm_fortran")
+      import :: c_int, c_funptr, c_ptr
+      type(c_funptr), value :: callback
+      type(c_ptr), value :: arg
+    end function c_rankmig_on_comm_fortran
+  end interface
 
 contains
+
+  !> Registers callback, called with the job's communicator and arg: at once, then in
+  !> every process each time the job's communicator is replaced. 0 = ok.
+  integer(c_int) function rankmig_on_comm(callback, arg)
+    procedure(rankmig_comm_f08_callback) :: callback
+    type(c_ptr), intent(in) :: arg
+    rankmig_on_comm = c_rankmig_on_comm_fortran(c_funloc(callback), arg)
+  end function rankmig_on_comm
 
   !> Starts the runtime after MPI_Init (collective); comm is set to the job's
   !> communicator, to use instead of MPI_COMM_WORLD. 0 = ok.

@@ -47,6 +47,12 @@
  */
 typedef void (*RankmigCommCallback)(MPI_Comm comm, void *arg);
 
+/*
+ A callback of [`rankmig_on_comm_fortran`]: the job's communicator as a Fortran handle
+ (`MPI_Comm_c2f`), by value, and the caller's `arg`.
+ */
+typedef void (*RankmigFortranCommCallback)(int comm, void *arg);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -123,6 +129,17 @@ int rankmig_checkpoint(void);
  whenever it is called, until [`rankmig_finalize`].
  */
 int rankmig_on_comm(RankmigCommCallback callback, void *arg);
+
+/*
+ [`rankmig_on_comm`] for Fortran (the `rankmig` module's `rankmig_on_comm`): the
+ callback receives the communicator as a Fortran handle, by value. Same calls, same
+ order as the C callbacks (the two kinds are called in registration order).
+
+ # Safety
+ `callback` must be callable with any communicator handle of the job, and `arg` valid
+ whenever it is called, until [`rankmig_finalize`].
+ */
+int rankmig_on_comm_fortran(RankmigFortranCommCallback callback, void *arg);
 
 /*
  How many times the job's communicator has been replaced in this process (a process

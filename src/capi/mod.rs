@@ -54,6 +54,10 @@ pub const RANKMIG_COMM_CHANGED: c_int = 1;
 /// A callback of [`rankmig_on_comm`]: the job's communicator, and the caller's `arg`.
 pub type RankmigCommCallback = Option<unsafe extern "C" fn(comm: MPI_Comm, arg: *mut c_void)>;
 
+/// A callback of [`rankmig_on_comm_fortran`]: the job's communicator as a Fortran handle
+/// (`MPI_Comm_c2f`), by value, and the caller's `arg`.
+pub type RankmigFortranCommCallback = Option<unsafe extern "C" fn(comm: c_int, arg: *mut c_void)>;
+
 /// The runtime of this process, held by the thread that initialised it.
 struct Runtime {
     job: Job,
@@ -61,6 +65,28 @@ struct Runtime {
     saved: SavedRegions,
     /// The callbacks of [`rankmig_on_comm`], in registration order.
     on_comm: Vec<CommCallback>,
+    /// The Fortran callbacks of [`rankmig_on_comm_fortran`] and their arguments, each
+    /// the `arg` of a [`fortran_callback`] in `on_comm` (boxed: stable addresses).
+    #[expect(
+        clippy::vec_box,
+        reason = "the callbacks hold their addresses: they must not move when the Vec grows"
+    )]
+    fortran: Vec<Box<FortranCallback>>,
+}
+
+/// A registered [`rankmig_on_comm_fortran`] callback and its argument.
+type FortranCallback = (unsafe extern "C" fn(c_int, *mut c_void), *mut c_void);
+
+/// The [`rankmig_on_comm`] callback standing for a Fortran one: converts the
+/// communicator and calls it.
+///
+/// # Safety
+/// `arg` is a [`FortranCallback`] of the runtime.
+unsafe extern "C" fn fortran_callback(comm: MPI_Comm, arg: *mut c_void) {
+    // SAFETY: by the caller, a boxed FortranCallback alive until rankmig_finalize.
+    let (callback, arg) = unsafe { *arg.cast::<FortranCallback>() };
+    // SAFETY: converting the job's communicator; the callback was promised callable.
+    unsafe { callback(mpi::ffi::RSMPI_Comm_c2f(comm), arg) };
 }
 
 /// A registered [`rankmig_on_comm`] callback and its argument.
@@ -193,6 +219,7 @@ pub unsafe extern "C" fn rankmig_init(comm: *mut MPI_Comm) -> c_int {
                 regions: Regions::default(),
                 saved,
                 on_comm: Vec::new(),
+                fortran: Vec::new(),
             })
         });
         Ok(RANKMIG_OK)
@@ -313,6 +340,34 @@ pub unsafe extern "C" fn rankmig_on_comm(callback: RankmigCommCallback, arg: *mu
             Ok(rt.job.comm().as_raw())
         })?;
         announce_comm(comm, &[(callback, arg)]);
+        Ok(RANKMIG_OK)
+    })
+}
+
+/// [`rankmig_on_comm`] for Fortran (the `rankmig` module's `rankmig_on_comm`): the
+/// callback receives the communicator as a Fortran handle, by value. Same calls, same
+/// order as the C callbacks (the two kinds are called in registration order).
+///
+/// # Safety
+/// `callback` must be callable with any communicator handle of the job, and `arg` valid
+/// whenever it is called, until [`rankmig_finalize`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rankmig_on_comm_fortran(
+    callback: RankmigFortranCommCallback,
+    arg: *mut c_void,
+) -> c_int {
+    call(|| {
+        let Some(callback) = callback else {
+            return Err(CallError::argument("rankmig_on_comm: callback is NULL"));
+        };
+        let (comm, stand_in) = with_runtime(|rt| {
+            let mut boxed = Box::new((callback, arg));
+            let stand_in: CommCallback = (fortran_callback, (&raw mut *boxed).cast());
+            rt.fortran.push(boxed);
+            rt.on_comm.push(stand_in);
+            Ok((rt.job.comm().as_raw(), stand_in))
+        })?;
+        announce_comm(comm, &[stand_in]);
         Ok(RANKMIG_OK)
     })
 }

@@ -1,6 +1,7 @@
 /* The C twin of tests/fortran/ring_f08.f90: the same MPI calls with the same counts
  * (MPI_Sendrecv to the right, MPI_Isend/MPI_Irecv to the left, MPI_Allreduce, then
- * MPI_Gather to rank 0), so the same RANKMIG_MATRIX_OUT matrix and the same checksum.
+ * MPI_Gather to rank 0) on a periodic Cartesian ring made in a rankmig_on_comm
+ * callback, so the same RANKMIG_MATRIX_OUT matrix and the same checksum.
  * Arguments: --size N --iters K [--pause-us U]. */
 #include <mpi.h>
 #include <stdint.h>
@@ -10,6 +11,17 @@
 #include <unistd.h>
 
 #include "rankmig.h"
+
+/* The ring, rebuilt by rebuild (rankmig_on_comm). */
+static MPI_Comm ring = MPI_COMM_NULL;
+
+static void rebuild(MPI_Comm comm, void *arg) {
+    (void)arg;
+    if (ring != MPI_COMM_NULL) MPI_Comm_free(&ring);
+    int ranks, periods = 1;
+    MPI_Comm_size(comm, &ranks);
+    MPI_Cart_create(comm, 1, &ranks, &periods, 0, &ring);
+}
 
 static void fail(const char *what) {
     fprintf(stderr, "ring-c: %s: %s\n", what, rankmig_last_error());
@@ -37,17 +49,18 @@ int main(int argc, char **argv) {
     int64_t iter = 0;
     if (rankmig_register("iter", &iter, sizeof iter) != 0) fail("register");
     if (rankmig_register("v", v, sizeof(double) * n) != 0) fail("register");
+    if (rankmig_on_comm(rebuild, NULL) != 0) fail("rankmig_on_comm");
     while (iter < iters) {
-        comm = rankmig_comm();
-        int left = (rank - 1 + ranks) % ranks, right = (rank + 1) % ranks;
-        MPI_Sendrecv(v, n, MPI_DOUBLE, right, 0, from_left, n, MPI_DOUBLE, left, 0, comm,
+        int left, right;
+        MPI_Cart_shift(ring, 0, 1, &left, &right);
+        MPI_Sendrecv(v, n, MPI_DOUBLE, right, 0, from_left, n, MPI_DOUBLE, left, 0, ring,
                      MPI_STATUS_IGNORE);
         MPI_Request requests[2];
-        MPI_Irecv(from_right, n, MPI_DOUBLE, right, 1, comm, &requests[0]);
-        MPI_Isend(v, n, MPI_DOUBLE, left, 1, comm, &requests[1]);
+        MPI_Irecv(from_right, n, MPI_DOUBLE, right, 1, ring, &requests[0]);
+        MPI_Isend(v, n, MPI_DOUBLE, left, 1, ring, &requests[1]);
         MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
         double mine = v[0], total;
-        MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, comm);
+        MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, ring);
         for (int i = 0; i < n; i++)
             v[i] = 0.5 * v[i] + 0.25 * (from_left[i] + from_right[i]) + 1e-6 * total;
         iter++;

@@ -1,14 +1,37 @@
-! A ring of ranks written with mpi_f08 only, on the rankmig_f08 module: each
+! A ring of ranks written with mpi_f08 only, on the rankmig_f08 module. The ring is a
+! periodic Cartesian communicator made from the job's in a rankmig_on_comm callback
+! (made at once, and again at every migration, in every process). Each
 ! iteration sends N doubles to the right (MPI_Sendrecv) and to the left (MPI_Isend,
 ! MPI_Irecv, MPI_Waitall), sums a value over the ranks (MPI_Allreduce) and mixes; at
 ! the end rank 0 gathers the vectors (MPI_Gather) and prints the bits of their sum.
 ! tests/c/ring.c is its C twin: the same calls with the same counts, so the same
 ! RANKMIG_MATRIX_OUT matrix. Arguments: --size N --iters K [--pause-us U] (U
 ! microseconds of sleep per iteration, so that a run lasts long enough to migrate).
+module ring_comm
+  use, intrinsic :: iso_c_binding
+  use mpi_f08
+  implicit none
+  type(MPI_Comm) :: ring = MPI_COMM_NULL          ! the ring, rebuilt by rebuild
+
+contains
+
+  !> The rankmig_on_comm callback: frees the old ring, makes one on the job's comm.
+  subroutine rebuild(comm, arg) bind(C)
+    type(MPI_Comm), value :: comm
+    type(c_ptr), value :: arg
+    integer :: ranks
+    if (ring /= MPI_COMM_NULL) call MPI_Comm_free(ring)
+    call MPI_Comm_size(comm, ranks)
+    call MPI_Cart_create(comm, 1, [ranks], [.true.], .false., ring)
+  end subroutine rebuild
+
+end module ring_comm
+
 program ring_f08
   use, intrinsic :: iso_c_binding
   use mpi_f08
   use rankmig_f08
+  use ring_comm
   implicit none
 
   interface
@@ -41,17 +64,16 @@ program ring_f08
   if (rankmig_register_data('iter', c_loc(iter), int(8, c_size_t)) /= 0) call fail('register')
   if (rankmig_register_data('v', c_loc(v), int(8, c_size_t) * int(n, c_size_t)) /= 0) &
        call fail('register')
+  if (rankmig_on_comm(rebuild, c_null_ptr) /= 0) call fail('rankmig_on_comm')
   do while (iter < iters)
-    comm = rankmig_comm()
-    left = mod(rank - 1 + ranks, ranks)
-    right = mod(rank + 1, ranks)
+    call MPI_Cart_shift(ring, 0, 1, left, right)
     call MPI_Sendrecv(v, n, MPI_DOUBLE_PRECISION, right, 0, from_left, n, &
-         MPI_DOUBLE_PRECISION, left, 0, comm, MPI_STATUS_IGNORE)
-    call MPI_Irecv(from_right, n, MPI_DOUBLE_PRECISION, right, 1, comm, requests(1))
-    call MPI_Isend(v, n, MPI_DOUBLE_PRECISION, left, 1, comm, requests(2))
+         MPI_DOUBLE_PRECISION, left, 0, ring, MPI_STATUS_IGNORE)
+    call MPI_Irecv(from_right, n, MPI_DOUBLE_PRECISION, right, 1, ring, requests(1))
+    call MPI_Isend(v, n, MPI_DOUBLE_PRECISION, left, 1, ring, requests(2))
     call MPI_Waitall(2, requests, MPI_STATUSES_IGNORE)
     mine = v(1)
-    call MPI_Allreduce(mine, total, 1, MPI_DOUBLE_PRECISION, MPI_SUM, comm)
+    call MPI_Allreduce(mine, total, 1, MPI_DOUBLE_PRECISION, MPI_SUM, ring)
     v = 0.5d0 * v + 0.25d0 * (from_left + from_right) + 1d-6 * total
     iter = iter + 1
     if (pause > 0) i = usleep(int(pause, c_int))
