@@ -4,6 +4,8 @@
 ! iteration sends N doubles to the right (MPI_Sendrecv) and to the left (MPI_Isend,
 ! MPI_Irecv, MPI_Waitall), sums a value over the ranks (MPI_Allreduce) and mixes; at
 ! the end rank 0 gathers the vectors (MPI_Gather) and prints the bits of their sum.
+! With --every-call, each other counted call is made once after the loop (each with
+! its own count, so that a call counted wrongly shows in the matrix).
 ! tests/c/ring.c is its C twin: the same calls with the same counts, so the same
 ! RANKMIG_MATRIX_OUT matrix. Arguments: --size N --iters K [--pause-us U] (U
 ! microseconds of sleep per iteration, so that a run lasts long enough to migrate).
@@ -44,6 +46,7 @@ program ring_f08
   type(MPI_Comm) :: comm
   type(MPI_Request) :: requests(2)
   integer :: rank, ranks, n, left, right, i, pause
+  logical :: every
   integer(c_int64_t), target :: iter
   integer(c_int64_t) :: iters
   real(c_double), allocatable, target :: v(:)
@@ -52,7 +55,7 @@ program ring_f08
   character(len=16) :: hex
 
   call MPI_Init()
-  call parse_args(n, iters, pause)
+  call parse_args(n, iters, pause, every)
   if (rankmig_init(comm) /= 0) call fail('rankmig_init')
   call MPI_Comm_rank(comm, rank)
   call MPI_Comm_size(comm, ranks)
@@ -80,6 +83,7 @@ program ring_f08
     if (rankmig_checkpoint() < 0) call fail('rankmig_checkpoint')
   end do
   comm = rankmig_comm()
+  if (every) call every_call()
   if (rank == 0) then
     allocate(all(n * ranks))
   else
@@ -103,17 +107,78 @@ program ring_f08
 
 contains
 
-  subroutine parse_args(size, count, pause_us)
+  !> Each counted call not made in the loop, once, with counts of its own.
+  subroutine every_call()
+    type(MPI_Request) :: r(2)
+    real(c_double), allocatable :: a(:), b(:)
+    integer, allocatable :: counts(:), displs(:), rcounts(:), rdispls(:)
+    integer :: k
+    allocate(a(64 * ranks + 64), b(64 * ranks + 64), counts(ranks), displs(ranks), &
+         rcounts(ranks), rdispls(ranks))
+    a = 1d0
+    call MPI_Cart_shift(ring, 0, 1, left, right)
+    call MPI_Irecv(b, 3, MPI_DOUBLE_PRECISION, left, 2, ring, r(1))
+    call MPI_Ssend(a, 3, MPI_DOUBLE_PRECISION, right, 2, ring)
+    call MPI_Wait(r(1), MPI_STATUS_IGNORE)
+    call MPI_Irecv(b, 5, MPI_DOUBLE_PRECISION, left, 3, ring, r(1))
+    call MPI_Issend(a, 5, MPI_DOUBLE_PRECISION, right, 3, ring, r(2))
+    call MPI_Waitall(2, r, MPI_STATUSES_IGNORE)
+    call MPI_Irecv(b, 6, MPI_DOUBLE_PRECISION, left, 4, ring, r(1))
+    call MPI_Send(a, 6, MPI_DOUBLE_PRECISION, right, 4, ring)
+    call MPI_Wait(r(1), MPI_STATUS_IGNORE)
+    call MPI_Send_init(a, 7, MPI_DOUBLE_PRECISION, right, 5, ring, r(2))
+    call MPI_Irecv(b, 7, MPI_DOUBLE_PRECISION, left, 5, ring, r(1))
+    call MPI_Start(r(2))
+    call MPI_Waitall(2, r, MPI_STATUSES_IGNORE)
+    call MPI_Irecv(b, 7, MPI_DOUBLE_PRECISION, left, 5, ring, r(1))
+    call MPI_Startall(1, r(2:2))
+    call MPI_Waitall(2, r, MPI_STATUSES_IGNORE)
+    call MPI_Request_free(r(2))
+    b(1:9) = 2d0
+    call MPI_Sendrecv_replace(b, 9, MPI_DOUBLE_PRECISION, right, 6, left, 6, ring, &
+         MPI_STATUS_IGNORE)
+    call MPI_Bcast(a, 11, MPI_DOUBLE_PRECISION, 0, ring)
+    call MPI_Reduce(a, b, 13, MPI_DOUBLE_PRECISION, MPI_SUM, mod(1, ranks), ring)
+    call MPI_Scatter(a, 2, MPI_DOUBLE_PRECISION, b, 2, MPI_DOUBLE_PRECISION, 0, ring)
+    do k = 1, ranks
+      counts(k) = k
+      displs(k) = 16 * (k - 1)
+    end do
+    call MPI_Scatterv(a, counts, displs, MPI_DOUBLE_PRECISION, b, rank + 1, &
+         MPI_DOUBLE_PRECISION, 0, ring)
+    call MPI_Gatherv(a, rank + 1, MPI_DOUBLE_PRECISION, b, counts, displs, &
+         MPI_DOUBLE_PRECISION, 0, ring)
+    call MPI_Allgather(a, 3, MPI_DOUBLE_PRECISION, b, 3, MPI_DOUBLE_PRECISION, ring)
+    call MPI_Allgatherv(a, rank + 1, MPI_DOUBLE_PRECISION, b, counts, displs, &
+         MPI_DOUBLE_PRECISION, ring)
+    call MPI_Alltoall(a, 4, MPI_DOUBLE_PRECISION, b, 4, MPI_DOUBLE_PRECISION, ring)
+    do k = 1, ranks
+      counts(k) = k + 1
+      rcounts(k) = rank + 2
+      rdispls(k) = 16 * (k - 1)
+    end do
+    call MPI_Alltoallv(a, counts, displs, MPI_DOUBLE_PRECISION, b, rcounts, rdispls, &
+         MPI_DOUBLE_PRECISION, ring)
+  end subroutine every_call
+
+  subroutine parse_args(size, count, pause_us, every_call)
     integer, intent(out) :: size, pause_us
+    logical, intent(out) :: every_call
     integer(c_int64_t), intent(out) :: count
     character(len=64) :: flag, value
     integer :: k, status
     size = 64
     count = 100
     pause_us = 0
+    every_call = .false.
     k = 1
     do while (k <= command_argument_count())
       call get_command_argument(k, flag)
+      if (trim(flag) == '--every-call') then
+        every_call = .true.
+        k = k + 1
+        cycle
+      end if
       call get_command_argument(k + 1, value)
       select case (trim(flag))
       case ('--size')
