@@ -76,6 +76,9 @@ impl Launcher for Mpich {
             cmd.arg("-f").arg(hostfile);
         }
         cmd.args(["-n", &job.placement.len().to_string()]);
+        // The wait status of every rank, for `rankmig run` to name the one that failed
+        // (its "BAD TERMINATION" block may name one it killed itself).
+        cmd.arg("-print-all-exitcodes");
         cmd.env("MPIR_CVAR_NO_COLLECTIVE_FINALIZE", "1");
         for (k, v) in job.env {
             cmd.env(k, v);

@@ -15,6 +15,7 @@
 //!   processes.csv            rank,pid,node,core,event,cpus of every process of the job
 //!   relaunch-request         the ranks ask rankmig run to launch the job again
 //!   stalls.txt               rankmig run stopped a job whose ranks made no progress
+//!   misplaced.txt            rank,pid,host,planned host of a rank not on its planned host
 //! ```
 
 use std::fs::OpenOptions;
@@ -45,6 +46,77 @@ pub const ACCEPTED_AVAILABILITY: &str = "availability-accepted.txt";
 /// Where the job of `run_dir` keeps its accepted availability ([`ACCEPTED_AVAILABILITY`]).
 pub fn accepted_availability(run_dir: Option<&Path>) -> Option<PathBuf> {
     run_dir.map(|d| d.join(ACCEPTED_AVAILABILITY))
+}
+
+/// File of the run directory where a rank that does not run on the host its placement
+/// names notes it: one line `rank,pid,host,planned` per such process.
+pub const MISPLACED: &str = "misplaced.txt";
+
+/// A rank found on another host than its placement's ([`MISPLACED`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Misplaced {
+    /// The rank.
+    pub rank: usize,
+    /// Its process.
+    pub pid: u32,
+    /// The host it runs on.
+    pub host: String,
+    /// The host its placement names.
+    pub planned: String,
+}
+
+impl std::fmt::Display for Misplaced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rank {} (process {}) runs on host {}, its placement puts it on {}",
+            self.rank, self.pid, self.host, self.planned
+        )
+    }
+}
+
+/// Notes in `run_dir` that rank `rank` (process `pid`) runs on `host`, not on
+/// `planned` ([`MISPLACED`]). A failure to write is logged.
+pub fn note_misplaced(run_dir: &Path, rank: usize, pid: u32, host: &str, planned: &str) {
+    let path = run_dir.join(MISPLACED);
+    if let Err(e) = append_line(&path, &format!("{rank},{pid},{host},{planned}")) {
+        log::error!("cannot write {}: {e}", path.display());
+    }
+}
+
+/// The misplaced ranks noted in `run_dir` after byte `mark` of [`MISPLACED`].
+///
+/// ```
+/// use rankmig::migrate::record::{misplaced_after, note_misplaced};
+/// let dir = tempfile::tempdir().unwrap();
+/// note_misplaced(dir.path(), 1, 42, "h2", "h1");
+/// let found = misplaced_after(dir.path(), 0);
+/// assert_eq!(found[0].to_string(), "rank 1 (process 42) runs on host h2, its placement puts it on h1");
+/// assert!(misplaced_after(dir.path(), 100).is_empty());
+/// ```
+pub fn misplaced_after(run_dir: &Path, mark: u64) -> Vec<Misplaced> {
+    let Ok(text) = std::fs::read(run_dir.join(MISPLACED)) else {
+        return Vec::new();
+    };
+    let new = usize::try_from(mark).ok().and_then(|m| text.get(m..));
+    String::from_utf8_lossy(new.unwrap_or_default())
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(',');
+            Some(Misplaced {
+                rank: f.next()?.parse().ok()?,
+                pid: f.next()?.parse().ok()?,
+                host: f.next()?.to_owned(),
+                planned: f.next()?.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The length of `run_dir`'s [`MISPLACED`] file now (0 if none): where the notes of a
+/// launch starting now begin.
+pub fn misplaced_mark(run_dir: &Path) -> u64 {
+    std::fs::metadata(run_dir.join(MISPLACED)).map_or(0, |m| m.len())
 }
 
 /// Durations of the phases of one migration, in seconds.
@@ -228,6 +300,23 @@ pub fn process_of_pid(run_dir: &Path, mark: u64, pid: u32) -> Option<(usize, Str
         .filter_map(ProcessEvent::parse)
         .find(|e| e.pid == pid)
         .map(|e| (e.rank, e.node.to_owned()))
+}
+
+/// The ranks whose process started on `node` (its `start` event written to `run_dir`
+/// after `mark`), in rank order.
+pub fn ranks_started_on(run_dir: &Path, mark: u64, node: &str) -> Vec<usize> {
+    let Some(new) = events_after(run_dir, mark) else {
+        return Vec::new();
+    };
+    let mut ranks: Vec<usize> = new
+        .lines()
+        .filter_map(ProcessEvent::parse)
+        .filter(|e| e.event == "start" && e.node == node)
+        .map(|e| e.rank)
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    ranks
 }
 
 /// The node of the newest process of `rank` (its last `start` or `arrived` event

@@ -216,6 +216,20 @@ pub enum LaunchError {
     /// The program is not an executable file (or not found in `PATH`).
     #[error("program '{0}' not found or not executable (give a path, or a name found in PATH)")]
     ProgramNotFound(String),
+    /// Ranks of the job did not run on the hosts their placement names: the launcher
+    /// mapped them elsewhere, and the job was stopped.
+    #[error(
+        "{what}: {program} mapped the ranks otherwise than their placement (a launcher option such as -ppn or --map-by, or a launcher that maps by its own rule), and the plan's costs and core bindings would be wrong; the job was stopped: remove that option and resume it with `rankmig run --restart {}`",
+        run_dir.display()
+    )]
+    Misplaced {
+        /// The first misplaced rank, where it ran and where it was planned.
+        what: String,
+        /// The launch command.
+        program: &'static str,
+        /// The run directory.
+        run_dir: PathBuf,
+    },
     /// The run directory holds an earlier run.
     #[error(
         "{}: holds the records of an earlier run; give another --run-dir, --force to replace those records, or --restart {} to go on with that run",
@@ -539,8 +553,10 @@ fn is_executable(program: &str) -> bool {
 pub const RUN_SPEC_FILE: &str = "run.json";
 
 /// The files a run leaves in its run directory (the checkpoint directory aside).
-const RUN_RECORDS: [&str; 7] = [
+const RUN_RECORDS: [&str; 9] = [
     RUN_SPEC_FILE,
+    crate::migrate::record::MISPLACED,
+    super::stall_watch::STALLS,
     "reconfigurations.jsonl",
     "processes.csv",
     "rankfile",
@@ -551,7 +567,8 @@ const RUN_RECORDS: [&str; 7] = [
 
 /// Before a new run: refuses a run directory with an earlier run's records in it, or
 /// with `force` removes those records (`run.json`, `reconfigurations.jsonl`,
-/// `processes.csv`, `rankfile`, `iterations/`, `placement-*.txt`, `hostfile-*.txt`,
+/// `processes.csv`, `rankfile`, `misplaced.txt`, `stalls.txt`, `iterations/`,
+/// `placement-*.txt`, `hostfile-*.txt`,
 /// `availability-*.txt`, `rms-availability`) and
 /// nothing else, so two runs never mix in one report.
 pub fn claim_run_dir(run_dir: &Path, force: bool) -> Result<(), LaunchError> {

@@ -60,6 +60,9 @@ pub struct FailureClues {
     pid: Option<u32>,
     host: Option<String>,
     ending: Option<Ending>,
+    /// hydra's `-print-all-exitcodes` line: per host, the wait status of each of its
+    /// ranks in rank order.
+    statuses: Vec<(String, Vec<i32>)>,
 }
 
 impl FailureClues {
@@ -85,7 +88,9 @@ impl FailureClues {
     /// ```
     pub fn read(&mut self, line: &str) {
         let line = line.trim_start_matches(['=', ' ', '\t']);
-        if let Some(rest) = after(line, "process rank ") {
+        if let Some(rest) = after(line, "] Exit codes:") {
+            self.statuses = hydra_statuses(rest);
+        } else if let Some(rest) = after(line, "process rank ") {
             self.read_open_mpi_signal(rest);
         } else if let Some(rest) = after(line, "Process name:") {
             if self.ending.is_none() && self.rank.is_none() {
@@ -152,6 +157,56 @@ impl FailureClues {
     }
 }
 
+/// "[h1] 0,9 [h2] 0,768": each host and the wait statuses of its ranks.
+fn hydra_statuses(text: &str) -> Vec<(String, Vec<i32>)> {
+    text.split('[')
+        .filter_map(|group| {
+            let (host, codes) = group.split_once(']')?;
+            let codes = codes
+                .trim()
+                .split(',')
+                .map(|c| c.trim().parse().ok())
+                .collect::<Option<Vec<i32>>>()?;
+            Some((host.trim().to_owned(), codes))
+        })
+        .collect()
+}
+
+/// True when `line` is hydra's `-print-all-exitcodes` line (which `rankmig run` asks
+/// for, and does not pass on).
+pub fn is_hydra_status_line(line: &str) -> bool {
+    line.starts_with("[mpiexec@") && line.contains("] Exit codes:")
+}
+
+/// The first rank of hydra's status line that exited with a non-zero code, if any:
+/// hydra's own "BAD TERMINATION" block may name a rank it killed itself after the one
+/// that failed had exited. Ranks are numbered across hosts from the launch's process
+/// events (the ranks that started on each host, in rank order); a single host lists
+/// every rank in order.
+fn exited_rank(clues: &FailureClues, run_dir: &Path, mark: u64) -> Option<(usize, Ending)> {
+    let exited = |status: i32| (status & 0x7f == 0 && status != 0).then_some((status >> 8) & 0xff);
+    if let [(_, codes)] = clues.statuses.as_slice() {
+        return codes
+            .iter()
+            .enumerate()
+            .find_map(|(rank, &s)| exited(s).map(|c| (rank, Ending::ExitCode(c))));
+    }
+    for (host, codes) in &clues.statuses {
+        let ranks = record::ranks_started_on(run_dir, mark, host);
+        if ranks.len() != codes.len() {
+            return None;
+        }
+        let found = ranks
+            .iter()
+            .zip(codes)
+            .find_map(|(&rank, &s)| exited(s).map(|c| (rank, Ending::ExitCode(c))));
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
 /// The text after the first `marker` in `line`.
 fn after<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
     line.find(marker).map(|i| &line[i + marker.len()..])
@@ -189,6 +244,14 @@ impl RankFailure {
     /// `run_dir` after `mark` (the launch's) and the rank's iteration mark; `None`
     /// when the rank or its ending is not known.
     pub fn from_clues(clues: &FailureClues, run_dir: &Path, mark: u64) -> Option<Self> {
+        if let Some((rank, ending)) = exited_rank(clues, run_dir, mark) {
+            return Some(Self {
+                rank,
+                host: record::node_of_rank(run_dir, mark, rank),
+                ending,
+                iteration: record::iteration_mark(run_dir, rank),
+            });
+        }
         let ending = clues.ending?;
         let by_pid = clues
             .pid
@@ -269,6 +332,36 @@ mod tests {
         // Nothing of the rank after the mark: the host the launcher named.
         let late = RankFailure::from_clues(&ompi, dir.path(), events.len() as u64).unwrap();
         assert_eq!(late.host.as_deref(), Some("vm"));
+    }
+
+    #[test]
+    fn hydra_status_line_names_the_rank_that_exited_not_the_one_it_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = "0,10,h1,0,start,0\n1,11,h2,0,start,0\n2,12,h1,1,start,0\n3,13,h2,1,start,0\n";
+        std::fs::write(dir.path().join(record::PROCESSES), events).unwrap();
+        let mut c = FailureClues::default();
+        for line in [
+            "=   PID 12 RUNNING AT h1",
+            "=   EXIT CODE: 9",
+            "[mpiexec@vm] Exit codes: [h1] 0,9 [h2] 0,768",
+            "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)",
+        ] {
+            c.read(line);
+        }
+        let failure = RankFailure::from_clues(&c, dir.path(), 0).unwrap();
+        assert_eq!(failure.to_string(), "rank 3 on h2 exited with code 3");
+        // Only signals: the rank of hydra's block.
+        let mut c = FailureClues::default();
+        for line in [
+            "=   PID 12 RUNNING AT h1",
+            "=   EXIT CODE: 9",
+            "[mpiexec@vm] Exit codes: [vm] 0,0,9,9",
+        ] {
+            c.read(line);
+        }
+        let failure = RankFailure::from_clues(&c, dir.path(), 0).unwrap();
+        assert_eq!(failure.to_string(), "rank 2 on h1 exited with code 9");
+        assert!(is_hydra_status_line("[mpiexec@vm] Exit codes: [vm] 0,0"));
     }
 
     #[test]

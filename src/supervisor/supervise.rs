@@ -34,7 +34,10 @@ use super::rms_watch::{self, LaunchShared};
 use super::run_dir_watch::RunDirWatch;
 use super::stall_watch::{self, Stall, StallWatch};
 use crate::launcher::Launcher;
-use crate::migrate::record::{RELAUNCH_REQUEST, processes_mark, request_relaunch, unended_ranks};
+use crate::migrate::record::{
+    Misplaced, RELAUNCH_REQUEST, misplaced_after, misplaced_mark, processes_mark, request_relaunch,
+    unended_ranks,
+};
 use crate::migrate::spawn_watch;
 
 /// How long `mpirun` has to stop the job after a forwarded signal before everything
@@ -59,6 +62,8 @@ pub struct LaunchOutcome {
     pub stopped_by: Option<i32>,
     /// The rank whose death ended the job, when the launcher named one.
     pub failure: Option<RankFailure>,
+    /// A rank that did not run on its planned host: the job was stopped for it.
+    pub misplaced: Option<Misplaced>,
 }
 
 /// Runs the job, restarting it after a lost host at most `auto_restart` times.
@@ -186,7 +191,7 @@ fn launch_until_done(
     let request = spec.run_dir.join(RELAUNCH_REQUEST);
     let _ = std::fs::remove_file(&request);
     let mut outcome = launch_shared(spec, kind, shared)?;
-    while outcome.stopped_by.is_none() {
+    while outcome.stopped_by.is_none() && outcome.misplaced.is_none() {
         let Ok(why) = std::fs::read_to_string(&request) else {
             break;
         };
@@ -196,6 +201,13 @@ fn launch_until_done(
             why.trim()
         );
         outcome = launch_shared(spec, LaunchKind::Relaunch, shared)?;
+    }
+    if let Some(misplaced) = outcome.misplaced {
+        return Err(LaunchError::Misplaced {
+            what: misplaced.to_string(),
+            program: spec.launcher().program(),
+            run_dir: spec.run_dir.clone(),
+        });
     }
     Ok(outcome)
 }
@@ -246,7 +258,9 @@ fn supervise(
     shared: Arc<LaunchShared>,
 ) -> Result<LaunchOutcome, LaunchError> {
     use std::os::unix::process::CommandExt;
-    cmd.process_group(0).stderr(Stdio::piped());
+    cmd.process_group(0)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped());
     let launcher = spec.launcher();
     let mark = processes_mark(&spec.run_dir);
     shared.mark.store(mark, Ordering::SeqCst);
@@ -282,9 +296,16 @@ fn supervise(
             .unwrap_or_default();
         std::thread::spawn(move || scan_stderr(stderr, launcher, &hosts, &lost, &clues))
     });
+    let stdout_reader = child.stdout.take().map(|stdout| {
+        let clues = Arc::clone(&clues);
+        std::thread::spawn(move || scan_stdout(stdout, &clues))
+    });
     let running = Arc::new(AtomicBool::new(true));
+    let misplaced = Arc::new(Mutex::new(None::<Misplaced>));
     let progress = {
         let running = Arc::clone(&running);
+        let misplaced = Arc::clone(&misplaced);
+        let misplaced_from = misplaced_mark(&spec.run_dir);
         let mut reader = ProgressReader::new(&spec.run_dir);
         let ranks = spec.ranks;
         let mut spawn_watch = SpawnWatch::new(spec, pid);
@@ -312,6 +333,10 @@ fn supervise(
                     break;
                 }
                 spawn_watch.check();
+                if let Some(found) = stop_if_misplaced(&run_dir, misplaced_from, &misplaced) {
+                    log::error!("{found}: stopping the job");
+                    stop_launcher(launcher, pid, SIGTERM);
+                }
                 if let Some(stall) = stall_watch.as_mut().and_then(StallWatch::check) {
                     stall_watch = None;
                     relaunch_after_stall(&run_dir, pid, &stall);
@@ -333,6 +358,9 @@ fn supervise(
     handle.close();
     let _ = forwarder.join();
     if let Some(r) = reader {
+        let _ = r.join();
+    }
+    if let Some(r) = stdout_reader {
         let _ = r.join();
     }
     let mut code = status.code().unwrap_or_else(|| {
@@ -369,7 +397,24 @@ fn supervise(
         lost_hosts,
         stopped_by: (signal != 0).then_some(signal),
         failure,
+        misplaced: misplaced.lock().ok().and_then(|m| m.clone()),
     })
+}
+
+/// The first rank of this launch noted in `run_dir` as not on its planned host (notes
+/// after `mark`), once: kept in `found`, and returned only the first time.
+fn stop_if_misplaced(
+    run_dir: &Path,
+    mark: u64,
+    found: &Mutex<Option<Misplaced>>,
+) -> Option<Misplaced> {
+    let mut found = found.lock().ok()?;
+    if found.is_some() {
+        return None;
+    }
+    let first = misplaced_after(run_dir, mark).into_iter().next()?;
+    *found = Some(first.clone());
+    Some(first)
 }
 
 /// Stops a job whose spawn has not completed within the spawn timeout, and asks for
@@ -462,6 +507,29 @@ fn scan_stderr(
                     l.push(host);
                 }
             }
+        }
+    }
+}
+
+/// Copies the launcher's stdout to ours as it comes, line by line, and reads what it
+/// says of a rank that died (MPICH's hydra writes its "BAD TERMINATION" block there).
+fn scan_stdout(stdout: impl std::io::Read, clues: &Mutex<FailureClues>) {
+    let mut input = BufReader::new(stdout);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&line);
+        if let Ok(mut c) = clues.lock() {
+            c.read(text.trim_end());
+        }
+        if !super::rank_failure::is_hydra_status_line(&text) {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&line);
+            let _ = out.flush();
         }
     }
 }

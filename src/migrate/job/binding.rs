@@ -3,6 +3,7 @@
 
 use mpi::traits::Communicator;
 
+use crate::migrate::record;
 use crate::monitor;
 
 use super::Job;
@@ -11,8 +12,10 @@ impl Job {
     /// In multi-host mode, warns when this process does not run on the host its
     /// placement names: the launcher mapped it elsewhere (as a launcher under Slurm did
     /// before [`crate::launcher::Launcher::srun_needs_one_block_per_host`]: only
-    /// `nsenter` from outside showed it). The job runs on, but the plan's
-    /// communication costs and the core it binds to assume the planned host.
+    /// `nsenter` from outside showed it). The mismatch is also recorded in the run
+    /// directory ([`crate::migrate::record::MISPLACED`]), where `rankmig run` sees it
+    /// and stops the job: the plan's communication costs and the core it binds to
+    /// assume the planned host.
     pub(super) fn warn_if_not_on_planned_host(&self) {
         if !self.settings.multi_host() {
             return;
@@ -26,6 +29,10 @@ impl Job {
                 std::process::id(),
                 self.launcher().program(),
             );
+            if let Some(dir) = &self.settings.run_dir {
+                let rank = self.comm.rank() as usize;
+                record::note_misplaced(dir, rank, std::process::id(), &here, planned);
+            }
         }
     }
 
