@@ -463,6 +463,18 @@ fn a_rank_the_launcher_maps_elsewhere_stops_the_job() {
         Duration::from_secs(20),
         || job.iter().all(|&p| is_zombie(p)),
     );
+    // RANKMIG_MISPLACED=warn: the ranks warn, and the job runs on to its end.
+    let cluster = Cluster::new(&["h1", "h2"], "h1 2\nh2 2\n");
+    let warn = [("RANKMIG_MISPLACED", Path::new("warn"))];
+    let args = ["--mpirun-arg=-ppn", "--mpirun-arg=1"];
+    let child = cluster.launch_with(4, &args, Some("synthetic:core:4 pu:1"), &warn);
+    wait_until("the job to start", Duration::from_secs(60), || {
+        started(&cluster)
+    });
+    let out = finish(&cluster, child);
+    assert_result_of_a_plain_run(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches(MISPLACED).count(), 2, "{stderr}");
 }
 
 #[test]
