@@ -1,16 +1,20 @@
 //! Running the launcher (`mpirun`, `mpiexec`) for `rankmig run`: signals reach the whole
-//! job, a lost host is noticed, and with `--auto-restart N` the job restarts without it
-//! from its newest complete checkpoint.
+//! job, a rank or host that dies is noticed, and with `--auto-restart N` the job
+//! restarts from its newest complete checkpoint.
 //!
 //! The launcher runs in its own process group. SIGINT, SIGTERM and SIGHUP sent to
 //! `rankmig run` are forwarded to it, and it stops every rank on every host; if it has
 //! not ended [`STOP_GRACE`] later, it and every process below it are killed.
 //!
-//! Every launcher ends the whole job when a host's daemon or a rank dies. Its messages
-//! on stderr sometimes name the host, sometimes not (Open MPI 4.1: "ORTE was unable to
-//! reliably start one or more daemons"); the lost hosts are those named (read by the
-//! launcher of the job's implementation) and those that no longer answer a probe
-//! ([`super::probe`]).
+//! Every launcher ends the whole job when a host's daemon or a rank dies. The rank
+//! that died, its host, how it ended and its iteration are read from the launcher's
+//! stdout and stderr and the run directory ([`super::rank_failure`]). A host is lost
+//! only when it does not answer a probe ([`super::probe`]); with probing off, when the
+//! launcher's messages name it. An automatic restart runs on the same hosts when none
+//! is lost, without the lost ones otherwise; it stops when the same rank ends the same
+//! way at the same iteration as before the last restart. A rank that runs on another
+//! host than its placement's stops the job with an error
+//! ([`crate::migrate::record::MISPLACED`]).
 //!
 //! A migration whose spawn has not completed after `--spawn-timeout` is stopped, and
 //! the job launched again from the checkpoint the ranks committed before that spawn
