@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The `-L` directories of `mpicc -show`.
+/// The `-L` directories of `mpicc -show` (Intel MPI's wrappers quote them: `-L"DIR"`).
 fn mpicc_library_dirs() -> Vec<PathBuf> {
     let out = Command::new("mpicc")
         .arg("-show")
@@ -18,7 +18,7 @@ fn mpicc_library_dirs() -> Vec<PathBuf> {
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .filter_map(|w| w.strip_prefix("-L"))
-        .map(PathBuf::from)
+        .map(|d| PathBuf::from(d.trim_matches('"')))
         .collect()
 }
 

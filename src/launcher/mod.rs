@@ -71,7 +71,8 @@ impl MpiImplementation {
     }
 
     /// The implementation a launcher's `--version` text names: Open MPI (or OpenRTE)
-    /// with its major version, or hydra (MPICH, Intel MPI, MVAPICH).
+    /// with its major version, or hydra (MPICH, MVAPICH; Intel MPI, whose `mpirun
+    /// --version` names the library, not hydra).
     ///
     /// ```
     /// use rankmig::launcher::MpiImplementation as M;
@@ -79,10 +80,11 @@ impl MpiImplementation {
     /// assert_eq!(M::from_version_text("mpiexec (OpenRTE) 4.1.4"), Some(M::OpenMpi4));
     /// assert_eq!(M::from_version_text("mpirun (Open MPI) 5.0.11"), Some(M::OpenMpi5));
     /// assert_eq!(M::from_version_text("HYDRA build details:\n    Version: 5.0.2"), Some(M::Mpich));
+    /// assert_eq!(M::from_version_text("Intel(R) MPI Library for Linux* OS, Version 2021.18.1"), Some(M::Mpich));
     /// assert_eq!(M::from_version_text("srun 22.05.8"), None);
     /// ```
     pub fn from_version_text(text: &str) -> Option<Self> {
-        if text.contains("HYDRA") || text.contains("hydra") {
+        if text.contains("HYDRA") || text.contains("hydra") || text.contains("Intel(R) MPI") {
             return Some(Self::Mpich);
         }
         let rest = ["(Open MPI)", "(OpenRTE)"]

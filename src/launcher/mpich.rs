@@ -25,6 +25,10 @@
 //! - The agent is `HYDRA_LAUNCHER=ssh` with `HYDRA_LAUNCHER_EXEC=AGENT`, one executable
 //!   path (hydra does not split it into words), called as `AGENT -x HOST "COMMAND"`.
 //! - Its failure messages name a lost host as `RUNNING AT HOST` or `connect to host HOST`.
+//! - Intel MPI 2021.18 (PyPI `impi-rt`) takes the same options and agent variables; its
+//!   `MPI_Comm_spawn` segfaulted in `MPIDI_OFI_mpi_open_port` when every rank was on one
+//!   host (its network layer not started) until `I_MPI_SPAWN=on`, which the launch sets
+//!   unless the caller did (MPICH ignores it).
 
 use std::fmt::Write as _;
 use std::process::Command;
@@ -80,6 +84,9 @@ impl Launcher for Mpich {
         // (its "BAD TERMINATION" block may name one it killed itself).
         cmd.arg("-print-all-exitcodes");
         cmd.env("MPIR_CVAR_NO_COLLECTIVE_FINALIZE", "1");
+        if std::env::var_os("I_MPI_SPAWN").is_none() {
+            cmd.env("I_MPI_SPAWN", "on");
+        }
         for (k, v) in job.env {
             cmd.env(k, v);
         }
