@@ -388,6 +388,15 @@ impl<C: Collective> CheckpointContext<C> {
         self.save(state)
     }
 
+    /// True while this rank's write of the last save is still going on (not
+    /// collective; the epoch is committed at the next collective call).
+    pub fn writing(&mut self) -> bool {
+        if self.pending.is_some() && self.outcome.is_none() && self.writer.poll() {
+            self.outcome = self.writer.wait();
+        }
+        self.pending.is_some() && self.outcome.is_none()
+    }
+
     /// Waits for the last write, commits its epoch, and stops the writer. Collective;
     /// call it once after the main loop.
     pub fn finalize(&mut self) -> Result<(), CheckpointError> {

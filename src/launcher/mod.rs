@@ -206,6 +206,12 @@ pub struct Capabilities {
     /// of one host) spawns work. When false, a migration in multi-host mode relaunches
     /// the job from a checkpoint instead of spawning (see `migrate::job`).
     pub spawn_across_daemons: bool,
+    /// A spawn may run on a helper thread of rank 0 while the application computes
+    /// (`MPI_THREAD_MULTIPLE`), the new processes joining at a later `checkpoint!`
+    /// (`MPI_Intercomm_create` over the bridge rank 0 made with them). Tried with Open
+    /// MPI 4.1 and MPICH; not with Open MPI 5, whose connect/accept is reported to hang
+    /// (open-mpi/ompi#13076) and which moves ranks across hosts by a relaunch anyway.
+    pub background_spawn: bool,
 }
 
 /// How a rank whose process has been replaced ends.

@@ -146,6 +146,7 @@ impl Launcher for Mpich {
             spawn_onto_left_host: true,
             add_hosts: true,
             spawn_across_daemons: true,
+            background_spawn: true,
         }
     }
 }

@@ -140,6 +140,7 @@ impl Launcher for OpenMpi4 {
             spawn_onto_left_host: false,
             add_hosts: false,
             spawn_across_daemons: true,
+            background_spawn: true,
         }
     }
 }

@@ -193,6 +193,7 @@ impl Launcher for OpenMpi5 {
             spawn_onto_left_host: false,
             add_hosts: true,
             spawn_across_daemons: false,
+            background_spawn: false,
         }
     }
 }

@@ -58,6 +58,10 @@ pub enum MigrateError {
     /// A `RANKMIG_*` variable has a value the job cannot use.
     #[error(transparent)]
     Settings(#[from] settings::SettingsError),
+    /// A process of a background spawn was dismissed before it joined the job (the
+    /// application ended first): it leaves.
+    #[error("the migration this process was started for was called off")]
+    Dismissed,
     /// An I/O error (run directory, executable path).
     #[error(transparent)]
     Io(#[from] std::io::Error),

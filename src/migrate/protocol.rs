@@ -12,7 +12,7 @@ use std::os::raw::{c_char, c_int};
 use std::time::Instant;
 
 use mpi::ffi;
-use mpi::raw::AsRaw;
+use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Color, InterCommunicator, MergeOrder, SimpleCommunicator};
 use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
 
@@ -23,6 +23,26 @@ use super::record::PhaseTimes;
 const TAG_ASSIGNMENT: i32 = 0x5a41;
 /// Tag of the state message (leaving rank → its replacement).
 const TAG_STATE: i32 = 0x5a53;
+/// Tag of old rank 0's word to the new processes of a background spawn, over the
+/// bridge ([`BridgeWord`]).
+const TAG_BRIDGE: i32 = 0x5a42;
+/// Tag of the `MPI_Intercomm_create` that joins the old ranks and the new processes of
+/// a background spawn.
+const TAG_JOIN: i32 = 0x5a4a;
+/// How long a new process of a background spawn sleeps between two looks for old rank
+/// 0's word: it waits without taking a CPU from the application's ranks.
+const BRIDGE_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Old rank 0's word to each new process of a background spawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum BridgeWord {
+    /// Every old rank joins now: take part in the `MPI_Intercomm_create`.
+    Join = 1,
+    /// The migration is called off (the application ended, or the plan is void):
+    /// leave without joining.
+    Dismiss = 2,
+}
 
 /// The outcome on an old rank.
 pub enum OldRankOutcome {
@@ -215,6 +235,101 @@ impl Drop for SpawnInfos {
     }
 }
 
+/// The bridge of a background spawn: an intracommunicator of old rank 0 (rank 0) and
+/// the new processes (ranks 1..=k, in spawn order), made by merging the spawn's
+/// intercommunicator. Held as a raw handle so that the helper thread that makes it can
+/// hand it to the main thread.
+#[derive(Debug)]
+pub struct Bridge(ffi::MPI_Comm);
+
+// SAFETY: an MPI handle is a plain value; with MPI_THREAD_MULTIPLE any thread may use
+// it, and the bridge is used by one thread at a time (the helper, then the main one).
+unsafe impl Send for Bridge {}
+
+impl Bridge {
+    /// The bridge as a communicator (freed with `MPI_Comm_free` when dropped).
+    fn into_comm(self) -> SimpleCommunicator {
+        // SAFETY: a valid intracommunicator made by MPI_Intercomm_merge.
+        unsafe { SimpleCommunicator::from_raw(self.0) }
+    }
+}
+
+/// Background spawn, on old rank 0's helper thread: spawns `groups` from a private
+/// duplicate of `MPI_COMM_SELF` (so it shares no communicator with the application's
+/// main thread, whose collectives go on meanwhile) and merges with the new processes
+/// into the [`Bridge`]. Needs `MPI_THREAD_MULTIPLE`.
+pub fn spawn_bridge(
+    program: &str,
+    args: &[String],
+    groups: &[SpawnGroup],
+) -> Result<Bridge, MigrateError> {
+    let own = SimpleCommunicator::self_comm().duplicate();
+    let inter = spawn(&own, program, args, groups)?;
+    let merged = inter.merge(MergeOrder::Low);
+    free_intercomm(inter);
+    let raw = merged.as_raw();
+    std::mem::forget(merged);
+    Ok(Bridge(raw))
+}
+
+/// Old ranks (collective over `comm`), once a background spawn of `new_processes`
+/// processes is complete: rank 0 tells every new process to join over `bridge` (only
+/// rank 0 has it), then all meet them in one intercommunicator, old ranks as its local
+/// group, as [`spawn`] would have returned it.
+pub fn join_background_spawn(
+    comm: &SimpleCommunicator,
+    bridge: Option<Bridge>,
+    new_processes: usize,
+) -> Result<InterCommunicator, MigrateError> {
+    let bridge = bridge.map(Bridge::into_comm);
+    if let Some(b) = &bridge {
+        tell_new_processes(b, new_processes, BridgeWord::Join);
+    }
+    let peer = bridge.as_ref().map_or(comm.as_raw(), |b| b.as_raw());
+    // SAFETY: reading a predefined handle.
+    let mut inter = unsafe { ffi::RSMPI_COMM_NULL };
+    // SAFETY: valid communicators; the peer communicator and remote leader are used on
+    // the local leader (rank 0) only, where the peer is the bridge and rank 1 its first
+    // new process.
+    let rc = unsafe { ffi::MPI_Intercomm_create(comm.as_raw(), 0, peer, 1, TAG_JOIN, &mut inter) };
+    free_comm(bridge);
+    if rc != ffi::MPI_SUCCESS as c_int {
+        return Err(MigrateError::Protocol(
+            "MPI_Intercomm_create with the new processes failed",
+        ));
+    }
+    // SAFETY: MPI returned a valid intercommunicator.
+    unsafe { InterCommunicator::try_from_raw(inter) }.ok_or(MigrateError::Protocol(
+        "MPI_Intercomm_create returned no communicator",
+    ))
+}
+
+/// Old rank 0: calls a completed background spawn off; its `new_processes` processes
+/// leave without joining.
+pub fn dismiss_background_spawn(bridge: Bridge, new_processes: usize) {
+    let bridge = bridge.into_comm();
+    tell_new_processes(&bridge, new_processes, BridgeWord::Dismiss);
+    free_comm(Some(bridge));
+}
+
+fn tell_new_processes(bridge: &SimpleCommunicator, new_processes: usize, word: BridgeWord) {
+    for j in 1..=new_processes {
+        bridge
+            .process_at_rank(j as i32)
+            .send_with_tag(&(word as u8), TAG_BRIDGE);
+    }
+}
+
+/// Frees an intracommunicator with `MPI_Comm_free`, which does not wait for the others.
+fn free_comm(comm: Option<SimpleCommunicator>) {
+    if let Some(comm) = comm {
+        let mut raw = comm.as_raw();
+        std::mem::forget(comm);
+        // SAFETY: a valid communicator handle owned by us and no longer used.
+        unsafe { ffi::MPI_Comm_free(&mut raw) };
+    }
+}
+
 /// Frees an intercommunicator with `MPI_Comm_free` (rsmpi's drop would call the
 /// collective `MPI_Comm_disconnect`, which the other side does not join).
 pub fn free_intercomm(inter: InterCommunicator) {
@@ -284,11 +399,19 @@ pub struct Arrival {
 
 /// New processes' half of the exchange. `replaced_rank_of` decodes the rank this
 /// process replaces from the assignment message.
+///
+/// A process of a background spawn first waits, without taking a CPU, for old rank 0's
+/// [`BridgeWord`]: it joins the old ranks ([`join_background_spawn`]) or, dismissed,
+/// returns [`MigrateError::Dismissed`].
 pub fn new_process_exchange(
     parent: InterCommunicator,
     replaced_rank_of: impl FnOnce(&[u8]) -> Result<usize, MigrateError>,
 ) -> Result<Arrival, MigrateError> {
-    let merged = parent.merge(MergeOrder::High);
+    let mut merged = parent.merge(MergeOrder::High);
+    free_intercomm(parent);
+    if wait_for_rank_zero(&merged) == TAG_BRIDGE {
+        merged = join_old_ranks(merged)?;
+    }
     let (assignment, _) = merged
         .process_at_rank(0)
         .receive_vec_with_tag::<u8>(TAG_ASSIGNMENT);
@@ -302,7 +425,6 @@ pub fn new_process_exchange(
             "the new communicator excludes a new process",
         ))?;
     drop(merged);
-    free_intercomm(parent);
     if comm.rank() as usize != rank {
         return Err(MigrateError::Protocol(
             "the new process did not get the replaced rank's number",
@@ -313,4 +435,49 @@ pub fn new_process_exchange(
         assignment,
         state,
     })
+}
+
+/// The tag of the first message old rank 0 sends on `merged`, once it is there; looked
+/// for every [`BRIDGE_POLL`], so that a process waiting for a background spawn to be
+/// joined sleeps instead of spinning in MPI's progress loop.
+fn wait_for_rank_zero(merged: &SimpleCommunicator) -> i32 {
+    let root = merged.process_at_rank(0);
+    loop {
+        if let Some(status) = root.immediate_probe() {
+            return status.tag();
+        }
+        std::thread::sleep(BRIDGE_POLL);
+    }
+}
+
+/// A new process of a background spawn, `bridge` being its merge with old rank 0:
+/// receives old rank 0's word and, told to join, meets every old rank; returns the
+/// merge of old ranks (low) and new processes (high), as in a blocking spawn.
+fn join_old_ranks(bridge: SimpleCommunicator) -> Result<SimpleCommunicator, MigrateError> {
+    let (word, _) = bridge.process_at_rank(0).receive_with_tag::<u8>(TAG_BRIDGE);
+    if word != BridgeWord::Join as u8 {
+        free_comm(Some(bridge));
+        return Err(MigrateError::Dismissed);
+    }
+    let world = SimpleCommunicator::world();
+    // SAFETY: reading a predefined handle.
+    let mut inter = unsafe { ffi::RSMPI_COMM_NULL };
+    // SAFETY: valid communicators; this process's world holds the new processes, whose
+    // leader (world rank 0, bridge rank 1) reaches old rank 0 as bridge rank 0.
+    let rc = unsafe {
+        ffi::MPI_Intercomm_create(world.as_raw(), 0, bridge.as_raw(), 0, TAG_JOIN, &mut inter)
+    };
+    free_comm(Some(bridge));
+    if rc != ffi::MPI_SUCCESS as c_int {
+        return Err(MigrateError::Protocol(
+            "MPI_Intercomm_create with the old ranks failed",
+        ));
+    }
+    // SAFETY: MPI returned a valid intercommunicator.
+    let inter = unsafe { InterCommunicator::try_from_raw(inter) }.ok_or(MigrateError::Protocol(
+        "MPI_Intercomm_create returned no communicator",
+    ))?;
+    let merged = inter.merge(MergeOrder::High);
+    free_intercomm(inter);
+    Ok(merged)
 }

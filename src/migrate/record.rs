@@ -122,12 +122,23 @@ pub fn misplaced_mark(run_dir: &Path) -> u64 {
 /// Durations of the phases of one migration, in seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseTimes {
-    /// `MPI_Comm_spawn` and the merge.
+    /// `MPI_Comm_spawn` and the merge, with the application held; for a spawn run in the
+    /// background, only the join of the old ranks and the new processes.
     pub spawn: f64,
     /// Assignment and state transfer.
     pub transfer: f64,
     /// Split into the new communicator and freeing the temporary ones.
     pub rebuild: f64,
+    /// A spawn run in the background: from its start until the ranks saw it complete
+    /// (and the checkpoint written meanwhile committed), the application computing all
+    /// along; 0 for a blocking spawn.
+    #[serde(default)]
+    pub background: f64,
+    /// How long rank 0 was held by the migration, from the `checkpoint!` call that
+    /// carried it out: the checkpoint before a blocking spawn included, the planning
+    /// not (it is the record's `scheduling`).
+    #[serde(default)]
+    pub pause: f64,
 }
 
 /// One availability change seen by the job, and what was done about it.

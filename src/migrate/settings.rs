@@ -53,6 +53,12 @@ pub const ENV_ALLOW_NEW_HOSTS: &str = "RANKMIG_ALLOW_NEW_HOSTS";
 /// a program that cannot start makes the spawn fail.
 pub const ENV_SPAWN_PROGRAM: &str = "RANKMIG_SPAWN_PROGRAM";
 
+/// Set to `1` to spawn replacement processes from every rank with the application held
+/// for the whole spawn (the path taken anyway when MPI runs without
+/// `MPI_THREAD_MULTIPLE`), instead of on a helper thread of rank 0 while the
+/// application computes.
+pub const ENV_BLOCKING_SPAWN: &str = "RANKMIG_BLOCKING_SPAWN";
+
 /// The job-wide settings every rank reads (and hands to the processes it spawns).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct JobSettings {
@@ -101,6 +107,9 @@ pub struct JobSettings {
     /// The availability file may name hosts outside the allocation.
     #[serde(default)]
     pub allow_new_hosts: bool,
+    /// Spawns hold the application for their whole length ([`ENV_BLOCKING_SPAWN`]).
+    #[serde(default)]
+    pub blocking_spawn: bool,
 }
 
 fn default_settle_ms() -> u64 {
@@ -170,6 +179,7 @@ impl JobSettings {
             spawn_timeout_ms: env_number(super::spawn_watch::ENV_SPAWN_TIMEOUT_MS, 0)?,
             mpi: env_mpi()?,
             allow_new_hosts: env_flag(ENV_ALLOW_NEW_HOSTS)?,
+            blocking_spawn: env_flag(ENV_BLOCKING_SPAWN)?,
         })
     }
 

@@ -10,7 +10,7 @@ pub fn table(report: &RunReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>3} {:>9} {:>8} {:<13} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  change",
+        "{:>3} {:>9} {:>8} {:<13} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  change",
         "#",
         "iteration",
         "time(s)",
@@ -21,14 +21,22 @@ pub fn table(report: &RunReport) -> String {
         "spawn(ms)",
         "xfer(ms)",
         "rebuild(ms)",
+        "pause(ms)",
+        "bg(ms)",
         "total(ms)",
         "state(B)"
     );
     for r in &report.reconfigurations {
-        let total = r.scheduling + r.phases.spawn + r.phases.transfer + r.phases.rebuild;
+        // The held time: the recorded pause, or (records without one) the phases.
+        let held = if r.phases.pause > 0.0 {
+            r.phases.pause
+        } else {
+            r.phases.spawn + r.phases.transfer + r.phases.rebuild
+        };
+        let total = r.scheduling + held;
         let _ = writeln!(
             out,
-            "{:>3} {:>9} {:>8.2} {:<13} {:>5} {:>5} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10}  {}",
+            "{:>3} {:>9} {:>8.2} {:<13} {:>5} {:>5} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10}  {}",
             r.index,
             r.iteration,
             r.at_seconds,
@@ -39,6 +47,8 @@ pub fn table(report: &RunReport) -> String {
             r.phases.spawn * 1e3,
             r.phases.transfer * 1e3,
             r.phases.rebuild * 1e3,
+            r.phases.pause * 1e3,
+            r.phases.background * 1e3,
             total * 1e3,
             r.state_bytes,
             r.change

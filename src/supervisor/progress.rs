@@ -151,20 +151,49 @@ pub fn record_line(r: &Reconfiguration) -> String {
     if r.outcome == "migrated" {
         let _ = write!(
             line,
-            ", {} ranks moved (minimum {}){}; scheduling {:.1} ms, spawn {:.0} ms, transfer {:.1} ms, rebuild {:.1} ms",
+            ", {} ranks moved (minimum {}){}; ",
             r.moves,
             r.minimum_moves,
             moves_text(r),
-            r.scheduling * 1e3,
-            r.phases.spawn * 1e3,
-            r.phases.transfer * 1e3,
-            r.phases.rebuild * 1e3
         );
+        line.push_str(&phases_text(r));
     } else if let Some(detail) = r.detail.as_ref().filter(|d| **d != r.change) {
         // A refused edit's change is its reason already: said once.
         let _ = write!(line, ": {detail}");
     }
     line
+}
+
+/// What a migration cost: the pause (and, for a spawn run in the background, how long
+/// the replacements took to start meanwhile), then its phases. Records written before
+/// the pause was recorded give the phases only.
+fn phases_text(r: &Reconfiguration) -> String {
+    let p = &r.phases;
+    let mut text = String::new();
+    if p.pause > 0.0 {
+        let _ = write!(text, "paused {:.1} ms", p.pause * 1e3);
+        if p.background > 0.0 {
+            let _ = write!(
+                text,
+                "; replacements started in {:.0} ms in the background",
+                p.background * 1e3
+            );
+        }
+        text.push_str(" (");
+    }
+    let spawn = if p.background > 0.0 { "join" } else { "spawn" };
+    let _ = write!(
+        text,
+        "scheduling {:.1} ms, {spawn} {:.0} ms, transfer {:.1} ms, rebuild {:.1} ms",
+        r.scheduling * 1e3,
+        p.spawn * 1e3,
+        p.transfer * 1e3,
+        p.rebuild * 1e3
+    );
+    if p.pause > 0.0 {
+        text.push(')');
+    }
+    text
 }
 
 /// " (n1 -> n5: ranks 0-7)": the moves of a record, grouped by route.
@@ -250,6 +279,17 @@ mod tests {
         assert!(lines[0].contains("n1 -> n3: ranks 0-1"), "{}", lines[0]);
         assert!(lines[0].contains("spawn 500 ms"), "{}", lines[0]);
         assert!(reader.new_lines().is_empty(), "a record is reported once");
+    }
+
+    #[test]
+    fn a_background_migration_says_its_pause_and_its_background_start() {
+        let record = r#"{"index":1,"iteration":120,"at_seconds":3.0,"change":"c","nodes":2,"outcome":"migrated","detail":null,"moves":1,"minimum_moves":1,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.004,"phases":{"spawn":0.002,"transfer":0.01,"rebuild":0.003,"background":0.498,"pause":0.031},"state_bytes":10,"moved":[{"rank":0,"from":"n1","to":"n3"}]}"#;
+        let r: Reconfiguration = serde_json::from_str(record).expect("record");
+        let line = record_line(&r);
+        assert!(
+            line.contains("paused 31.0 ms; replacements started in 498 ms in the background (scheduling 4.0 ms, join 2 ms,"),
+            "{line}"
+        );
     }
 
     #[test]

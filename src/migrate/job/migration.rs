@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use mpi::topology::InterCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 use serde::{Deserialize, Serialize};
 
@@ -103,7 +104,9 @@ impl Job {
         history
     }
 
-    /// Carries out `plan`. Collective over the old communicator.
+    /// Carries out `plan`: in the background when the MPI allows it
+    /// ([`Job::start_background_migration`]), else with the application held for the
+    /// spawn. Collective over the old communicator.
     pub(super) fn migrate<T: Serialize>(
         &mut self,
         state: &T,
@@ -112,19 +115,79 @@ impl Job {
         change: &str,
         before: ViewBefore,
     ) -> Result<(), MigrateError> {
+        if self.blocking_spawn_reason().is_none() {
+            return self.start_background_migration(state, plan, scheduling, change, before);
+        }
+        self.migrate_blocking(state, plan, scheduling, change, before)
+    }
+
+    /// Carries out `plan` with every rank held for the spawn. Collective.
+    fn migrate_blocking<T: Serialize>(
+        &mut self,
+        state: &T,
+        plan: &Plan,
+        scheduling: f64,
+        change: &str,
+        before: ViewBefore,
+    ) -> Result<(), MigrateError> {
+        let held = Instant::now();
         self.ckpt.finalize()?;
         let moves = spawn_order(plan);
         // First: the checkpoint handed over to the new processes must be this one. Its
-        // time counts in the iteration's migration time, not in the recorded phases.
-        let guard_start = Instant::now();
+        // time counts in the iteration's migration time and in the pause, not in the
+        // recorded phases.
         if let Err(e) = self.before_watched_spawn(state, moves.len()) {
             // Every rank has the same outcome (a checkpoint's result is agreed).
-            self.charge(scheduling, guard_start.elapsed().as_secs_f64());
+            self.charge(scheduling, held.elapsed().as_secs_f64());
             self.refuse_without_checkpoint(&e, plan, scheduling, change, before);
             return Ok(());
         }
-        let guard = guard_start.elapsed().as_secs_f64();
-        let migration_start = Instant::now();
+        let spawn_start = Instant::now();
+        let program = spawn_program(&self.settings)?;
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let groups = self.spawn_request(&moves);
+        let spawned = protocol::spawn(&self.comm, &program, &args, &groups);
+        self.after_watched_spawn();
+        let inter = match spawned {
+            Ok(inter) => inter,
+            Err(e) => {
+                let message = e.to_string();
+                if self.is_root() {
+                    log::warn!("migration abandoned, every rank stays: {message}");
+                }
+                self.charge(scheduling, held.elapsed().as_secs_f64());
+                self.record(Outcome {
+                    detail: Some(message),
+                    ..Outcome::of_plan("spawn failed", change, plan, scheduling)
+                });
+                return Ok(());
+            }
+        };
+        let phases = PhaseTimes {
+            spawn: spawn_start.elapsed().as_secs_f64(),
+            ..PhaseTimes::default()
+        };
+        self.charge(scheduling, 0.0);
+        self.complete_migration(state, plan, scheduling, change, inter, phases, held)
+    }
+
+    /// The held part of every migration, once the new processes are reachable through
+    /// `inter` (old ranks local): hand each its rank's state, rebuild the communicator,
+    /// record, and leave or go on. `held` is when the ranks were stopped for it;
+    /// `phases` holds what was measured before. Collective.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn complete_migration<T: Serialize>(
+        &mut self,
+        state: &T,
+        plan: &Plan,
+        scheduling: f64,
+        change: &str,
+        inter: InterCommunicator,
+        mut phases: PhaseTimes,
+        held: Instant,
+    ) -> Result<(), MigrateError> {
+        let spawned_before = phases.spawn;
+        let moves = spawn_order(plan);
         let rank = self.comm.rank() as usize;
         let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
         let leaving = leavers.contains(&rank);
@@ -142,30 +205,6 @@ impl Job {
         } else {
             Vec::new()
         };
-        let program = match &self.settings.spawn_program {
-            Some(p) => p.display().to_string(),
-            None => std::env::current_exe()?.display().to_string(),
-        };
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let mut phases = PhaseTimes::default();
-        let groups = self.spawn_request(&moves);
-        let spawned = protocol::spawn(&self.comm, &program, &args, &groups);
-        self.after_watched_spawn();
-        let inter = match spawned {
-            Ok(inter) => inter,
-            Err(e) => {
-                let message = e.to_string();
-                if self.is_root() {
-                    log::warn!("migration abandoned, every rank stays: {message}");
-                }
-                self.charge(scheduling, guard + migration_start.elapsed().as_secs_f64());
-                self.record(Outcome {
-                    detail: Some(message),
-                    ..Outcome::of_plan("spawn failed", change, plan, scheduling)
-                });
-                return Ok(());
-            }
-        };
         let mut largest_state = 0u64;
         self.comm.all_reduce_into(
             &(state_bytes.len() as u64),
@@ -173,6 +212,7 @@ impl Job {
             mpi::collective::SystemOperation::max(),
         );
         let largest_state = largest_state as usize;
+        let exchange_start = Instant::now();
         let outcome = protocol::old_ranks_exchange(
             &self.comm,
             inter,
@@ -180,9 +220,11 @@ impl Job {
             &assignments,
             &state_bytes,
             &mut phases,
-            migration_start,
+            exchange_start,
         );
-        self.charge(scheduling, guard + migration_start.elapsed().as_secs_f64());
+        phases.spawn += spawned_before;
+        phases.pause = held.elapsed().as_secs_f64();
+        self.charge(0.0, phases.pause);
         // The old rank 0 measured every phase: it records, whether it stays or leaves.
         self.reconfigurations += 1;
         self.placement = Some(plan.placement.clone());
@@ -222,7 +264,7 @@ impl Job {
     /// through a hostfile) one for all, whose hostfile rank 0 writes into the run
     /// directory (else the temporary directory). Should rank 0 fail to write it, the
     /// spawn fails on every rank and the job stays where it is.
-    fn spawn_request(&self, moves: &[&Move]) -> Vec<protocol::SpawnGroup> {
+    pub(super) fn spawn_request(&self, moves: &[&Move]) -> Vec<protocol::SpawnGroup> {
         let launcher = self.launcher();
         let hosts = &self.settings.hosts;
         let (true, Some(key)) = (self.settings.multi_host(), launcher.spawn_hostfile_key()) else {
@@ -256,6 +298,13 @@ impl Job {
             return Ok(());
         }
         self.commit_checkpoint_now(state)?;
+        self.mark_spawn_begun(processes);
+        Ok(())
+    }
+
+    /// Rank 0, when `rankmig run` watches the spawns: leaves the marker of a spawn of
+    /// `processes` processes.
+    pub(super) fn mark_spawn_begun(&self, processes: usize) {
         if let Some(dir) = self.spawn_marker_dir() {
             let what = format!(
                 "migration {} at iteration {}: {processes} process(es)",
@@ -264,13 +313,12 @@ impl Job {
             );
             crate::migrate::spawn_watch::begin(dir, &what);
         }
-        Ok(())
     }
 
     /// The checkpoint a migration starts from could not be written (`e`, e.g. a full
     /// disk): no process moves, the job goes back to the view it followed, and the same
     /// edit is tried again after [`RETRY_AFTER_FAILED_CHECKPOINT`]. Every rank calls it.
-    fn refuse_without_checkpoint(
+    pub(super) fn refuse_without_checkpoint(
         &mut self,
         e: &MigrateError,
         plan: &Plan,
@@ -304,7 +352,7 @@ impl Job {
 
     /// Where rank 0 marks its spawns: the run directory when `rankmig run` watches
     /// them, on rank 0 only.
-    fn spawn_marker_dir(&self) -> Option<&std::path::Path> {
+    pub(super) fn spawn_marker_dir(&self) -> Option<&std::path::Path> {
         let watched = self.is_root() && self.settings.spawns_watched();
         self.settings.run_dir.as_deref().filter(|_| watched)
     }
@@ -347,10 +395,18 @@ impl Job {
     }
 }
 
+/// The program replacement processes run: `RANKMIG_SPAWN_PROGRAM`, else this one.
+pub(super) fn spawn_program(settings: &JobSettings) -> Result<String, MigrateError> {
+    Ok(match &settings.spawn_program {
+        Some(p) => p.display().to_string(),
+        None => std::env::current_exe()?.display().to_string(),
+    })
+}
+
 /// The moves in the order the new processes are spawned: grouped by target host, hosts
 /// in order of first appearance, ranks ascending inside a host. New process `j`
 /// replaces the rank of the `j`-th move.
-fn spawn_order(plan: &Plan) -> Vec<&Move> {
+pub(super) fn spawn_order(plan: &Plan) -> Vec<&Move> {
     let mut hosts: Vec<&str> = Vec::new();
     for m in &plan.moves {
         if !hosts.contains(&m.to.node.as_str()) {

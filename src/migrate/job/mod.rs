@@ -19,6 +19,7 @@ use crate::monitor::{
 };
 use crate::planner::{Location, Placement};
 
+mod background;
 mod binding;
 pub mod history;
 mod host_trees;
@@ -103,6 +104,8 @@ pub struct Job {
     /// are made from it (no `--matrix`): recorded, so `rankmig run` can say when nothing
     /// was counted.
     live_bytes: Option<f64>,
+    /// A migration whose replacement processes are being started in the background.
+    pending: Option<background::PendingMigration>,
     /// MPI itself, finalized when the job is dropped (declared last: dropped after the
     /// communicators). `None` when the application initialised MPI (the C interface).
     _universe: Option<Universe>,
@@ -178,6 +181,7 @@ impl Job {
             comm_changes: 0,
             comm_changed: false,
             live_bytes: None,
+            pending: None,
             _universe: None,
         };
         monitor::set_job_communicator(&job.comm, None);
@@ -216,10 +220,15 @@ impl Job {
 
     /// A new process: receive the assignment and state, join the new communicator.
     fn arrive(parent: mpi::topology::InterCommunicator) -> Result<Self, MigrateError> {
-        let arrival = protocol::new_process_exchange(parent, |bytes| {
+        let arrival = match protocol::new_process_exchange(parent, |bytes| {
             let a: Assignment = serde_json::from_slice(bytes)?;
             Ok(a.rank)
-        })?;
+        }) {
+            Err(MigrateError::Dismissed) => {
+                leave_now(launcher(implementation_of_library()).departure())
+            }
+            other => other?,
+        };
         let a: Assignment = serde_json::from_slice(&arrival.assignment)?;
         let coll = MpiCollective::new(&arrival.comm);
         let ckpt = CheckpointContext::adopt(a.checkpoint.config(), coll, &a.handover)?;
@@ -261,6 +270,7 @@ impl Job {
             comm_changes: a.comm_changes,
             comm_changed: false,
             live_bytes: None,
+            pending: None,
             _universe: None,
         };
         job.warn_if_not_on_planned_host();
@@ -393,6 +403,7 @@ impl Job {
     /// Waits for the last checkpoint and writes the last records. Collective.
     pub fn finalize(&mut self) -> Result<(), MigrateError> {
         let _rankmig_traffic_is_not_counted = Paused::new();
+        self.call_off_background_migration();
         if std::env::var_os("RANKMIG_MATRIX_OUT").is_some() {
             let matrix = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
             self.export_matrix(&matrix);

@@ -28,6 +28,9 @@ pub struct CheckPacer {
     next_check: u64,
     last_calls: u64,
     last_time: Instant,
+    /// A shorter time between checks while something waits for one (a spawn running
+    /// in the background); `None` for the usual spacing.
+    hurry: Option<Duration>,
 }
 
 impl CheckPacer {
@@ -43,6 +46,7 @@ impl CheckPacer {
             next_check: calls + stride,
             last_calls: calls,
             last_time: Instant::now(),
+            hurry: None,
         }
     }
 
@@ -55,6 +59,7 @@ impl CheckPacer {
             next_check,
             last_calls: next_check.saturating_sub(stride),
             last_time: Instant::now(),
+            hurry: None,
         }
     }
 
@@ -78,14 +83,10 @@ impl CheckPacer {
     /// by time (rank 0 decides the stride, every rank gets the same).
     pub fn after_check<C: Communicator>(&mut self, comm: &C, calls: u64) {
         if let CheckSpacing::Millis(ms) = self.spacing {
+            let interval = Duration::from_millis(ms).min(self.hurry.unwrap_or(Duration::MAX));
             let mut stride = if comm.rank() == 0 {
                 let elapsed = self.last_time.elapsed();
-                stride_for(
-                    calls - self.last_calls,
-                    elapsed,
-                    Duration::from_millis(ms),
-                    self.stride,
-                )
+                stride_for(calls - self.last_calls, elapsed, interval, self.stride)
             } else {
                 0
             };
@@ -95,6 +96,30 @@ impl CheckPacer {
         self.last_calls = calls;
         self.last_time = Instant::now();
         self.next_check = calls + self.stride;
+    }
+}
+
+impl CheckPacer {
+    /// Checks about every `interval` (when paced by time) until [`CheckPacer::relax`]:
+    /// the current stride shrinks at once in proportion, so the next check comes
+    /// sooner. The same on every rank (it depends on agreed values only). A spacing
+    /// fixed in calls is left as it is.
+    pub fn hurry(&mut self, calls: u64, interval: Duration) {
+        let CheckSpacing::Millis(ms) = self.spacing else {
+            return;
+        };
+        self.hurry = Some(interval);
+        let usual = Duration::from_millis(ms);
+        if interval < usual {
+            let ratio = usual.as_secs_f64() / interval.as_secs_f64().max(1e-6);
+            self.stride = ((self.stride as f64 / ratio).ceil() as u64).max(1);
+            self.next_check = self.next_check.min(calls + self.stride);
+        }
+    }
+
+    /// Back to the usual spacing from the next check on.
+    pub fn relax(&mut self) {
+        self.hurry = None;
     }
 }
 
@@ -132,6 +157,20 @@ mod tests {
         assert_eq!(s, 100);
         let s = stride_for(5, Duration::from_secs(50), Duration::from_secs(1), 5);
         assert_eq!(s, 1);
+    }
+
+    #[test]
+    fn a_hurried_pacer_checks_sooner_until_relaxed() {
+        let mut p = CheckPacer::starting_at(CheckSpacing::Millis(1000), 0);
+        p.stride = 5000;
+        p.next_check = 5000;
+        p.hurry(100, Duration::from_millis(20));
+        assert_eq!((p.stride(), p.next_check()), (100, 200));
+        p.relax();
+        assert_eq!(p.hurry, None);
+        let mut fixed = CheckPacer::starting_at(CheckSpacing::Calls(7), 0);
+        fixed.hurry(3, Duration::from_millis(20));
+        assert_eq!((fixed.stride(), fixed.next_check()), (7, 7));
     }
 
     #[test]

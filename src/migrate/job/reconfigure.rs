@@ -22,6 +22,9 @@ impl Job {
         &mut self,
         state: &T,
     ) -> Result<(), MigrateError> {
+        if self.pending.is_some() {
+            return self.advance_background_migration(state);
+        }
         let t0 = Instant::now();
         let comm = &self.comm;
         // The content followed so far, to go back to should a migration be refused (its

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# What one live migration costs an application, by the application's own clock:
+# examples/c/pause_probe.c (8 ranks on logical nodes n1:4 n2:4, STATE MB of state per
+# rank, one ring exchange and one MPI_Allreduce per iteration, MPI_THREAD_MULTIPLE)
+# runs under `rankmig run`; after WARMUP seconds one edit moves the 4 ranks of n1 to
+# n3; AFTER seconds after the migration the job is stopped, then run plainly for as
+# many iterations. Prints the longest iteration (slowest process of each iteration),
+# the median iteration before and after the migration, rankmig's record of it, and
+# whether the checksum equals the plain run's.
+#
+# Usage: scripts/pause_probe.sh [STATE_MB] (default 8). Environment: IMPL (openmpi4,
+# the default, or mpich: the PyPI MPICH of scripts/setup.sh, built in target/mpich),
+# RANKS (8), WARMUP (3), AFTER (3), and any RANKMIG_* variable (RANKMIG_BLOCKING_SPAWN=1
+# measures the spawn with the application held).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+MB=${1:-8}
+IMPL=${IMPL:-openmpi4}
+RANKS=${RANKS:-8}
+HALF=$((RANKS / 2))
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+case $IMPL in
+  openmpi4) target=$ROOT/target ;;
+  mpich)
+    target=$ROOT/target/mpich
+    export PATH="$ROOT/target/mpi/mpich/bin:$PATH" CARGO_TARGET_DIR=$target ;;
+  *) echo "pause_probe: IMPL must be openmpi4 or mpich" >&2; exit 2 ;;
+esac
+cargo build --release --quiet --lib --bin rankmig
+lib=$target/release
+work=$(mktemp -d)
+trap 'touch "$work/stop" 2>/dev/null; rm -rf "$work"' EXIT
+probe=$work/pause-probe
+mpicc -O2 -I include examples/c/pause_probe.c -o "$probe" -L "$lib" -lrankmig "-Wl,-rpath,$lib"
+
+cd "$work"
+mkdir times
+printf 'n1 %s\nn2 %s\n' "$HALF" "$HALF" >av
+"$lib/rankmig" run -n "$RANKS" -a av --run-dir run --settle 0 -- \
+  "$probe" --mb "$MB" --iters 1000000000000 --times "$work/times" --stop-file "$work/stop" \
+  >live.out 2>live.err &
+job=$!
+waited=0
+until [ -s run/iterations/rank-0.csv ]; do
+  sleep 0.2
+  waited=$((waited + 1))
+  if [ $waited -gt 600 ] || ! kill -0 $job 2>/dev/null; then
+    echo "pause_probe: the job did not start" >&2
+    cat live.err >&2
+    exit 1
+  fi
+done
+sleep "${WARMUP:-3}"
+printf 'n2 %s\nn3 %s\n' "$HALF" "$HALF" >av.tmp && mv av.tmp av
+until grep -q '"outcome"' run/reconfigurations.jsonl 2>/dev/null; do
+  sleep 0.2
+  kill -0 $job 2>/dev/null || { echo "pause_probe: the job ended before migrating" >&2; cat live.err >&2; exit 1; }
+done
+sleep "${AFTER:-3}"
+touch stop
+wait $job
+iters=$(sed -n 's/.* \([0-9]*\) iterations.*/\1/p' live.out)
+mpirun_cmd=(mpirun --oversubscribe -np "$RANKS")
+[ "$IMPL" = mpich ] && mpirun_cmd=(mpiexec -n "$RANKS")
+RANKMIG_CKPT_DIR=$work/plain-ckpt "${mpirun_cmd[@]}" "$probe" --mb "$MB" --iters "$iters" >plain.out 2>plain.err
+python3 - "$work" <<'EOF'
+import glob, json, statistics, sys
+work = sys.argv[1]
+slowest = {}
+for path in glob.glob(f"{work}/times/times-*.txt"):
+    for line in open(path):
+        _, it, secs = line.split()
+        it, secs = int(it), float(secs)
+        slowest[it] = max(slowest.get(it, 0.0), secs)
+records = [json.loads(l) for l in open(f"{work}/run/reconfigurations.jsonl") if l.strip()]
+moved = [r for r in records if r["outcome"] == "migrated"]
+live = open(f"{work}/live.out").read().strip()
+plain = open(f"{work}/plain.out").read().strip()
+print("live: ", live)
+print("plain:", plain)
+print("checksum equal:", live.split("checksum")[-1] == plain.split("checksum")[-1])
+for r in records:
+    p = r.get("phases", {})
+    print(f"record: {r['outcome']} at iteration {r['iteration']}: scheduling {r['scheduling']*1e3:.1f} ms, "
+          f"background {p.get('background', 0)*1e3:.0f} ms, pause {p.get('pause', 0)*1e3:.1f} ms "
+          f"(spawn/join {p.get('spawn', 0)*1e3:.1f}, transfer {p.get('transfer', 0)*1e3:.1f}, "
+          f"rebuild {p.get('rebuild', 0)*1e3:.1f}), state {r.get('state_bytes', 0)} B")
+if not moved:
+    sys.exit("no migration recorded")
+at = moved[0]["iteration"]
+first_plan = records[0]["iteration"]
+before = [s for i, s in slowest.items() if i < first_plan - 10]
+after = [s for i, s in slowest.items() if i > at + 10]
+worst_it = max(slowest, key=slowest.get)
+print(f"longest iteration: {slowest[worst_it]*1e3:.1f} ms at iteration {worst_it} "
+      f"(planned at {first_plan}, migrated at {at})")
+print(f"median iteration before: {statistics.median(before)*1e3:.4f} ms ({len(before)} iterations), "
+      f"after: {statistics.median(after)*1e3:.4f} ms ({len(after)} iterations), "
+      f"ratio {statistics.median(after)/statistics.median(before):.2f}")
+top = sorted(slowest.items(), key=lambda kv: -kv[1])[:5]
+print("five longest:", ", ".join(f"{i}: {s*1e3:.1f} ms" for i, s in top))
+EOF

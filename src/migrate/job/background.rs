@@ -1,0 +1,263 @@
+//! Migrations whose spawn runs in the background.
+//!
+//! With `MPI_THREAD_MULTIPLE`, a plan's replacement processes are started by a helper
+//! thread of rank 0 from a private duplicate of `MPI_COMM_SELF` while every rank goes on
+//! computing ([`Job::start_background_migration`]); the helper merges with the new
+//! processes into a bridge, and the new processes wait for old rank 0's word without
+//! taking a CPU. When a spawn is watched by `rankmig run`, the checkpoint to launch the
+//! job again from (should the spawn never complete) is written meanwhile by the
+//! checkpoint writer, not on the pause.
+//!
+//! Every availability check after that (checks come about every
+//! [`PENDING_CHECK_INTERVAL`] meanwhile) asks whether the spawn and that checkpoint
+//! are complete ([`Job::advance_background_migration`]); once both are, the ranks are
+//! held only to join the new processes, hand over the state and rebuild the
+//! communicator. Edits of the availability file made meanwhile are acted on after the
+//! migration, against the placement it makes.
+
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use mpi::traits::{Communicator, CommunicatorCollectives, Root};
+use serde::Serialize;
+
+use crate::planner::Plan;
+
+use super::super::protocol::{self, Bridge};
+use super::super::record::PhaseTimes;
+use super::migration::{spawn_order, spawn_program};
+use super::outcome::Outcome;
+use super::reconfigure::ViewBefore;
+use super::{Job, MigrateError};
+
+/// Time between two availability checks while a spawn runs in the background, so that
+/// the ranks join the new processes soon after they are ready.
+pub const PENDING_CHECK_INTERVAL: Duration = Duration::from_millis(20);
+
+/// A migration whose replacement processes are being started in the background.
+pub(super) struct PendingMigration {
+    plan: Plan,
+    scheduling: f64,
+    change: String,
+    before: ViewBefore,
+    started: Instant,
+    processes: usize,
+    /// Old rank 0: the helper thread that spawns and makes the bridge.
+    helper: Option<JoinHandle<Result<Bridge, String>>>,
+}
+
+/// Whether a background spawn is complete, as old rank 0 tells the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SpawnStatus {
+    Done = 1,
+    Failed = 2,
+}
+
+impl Job {
+    /// Why this job's spawns hold the application, if they do: MPI without
+    /// `MPI_THREAD_MULTIPLE`, an implementation not tried that way, or
+    /// `RANKMIG_BLOCKING_SPAWN=1`.
+    pub(super) fn blocking_spawn_reason(&self) -> Option<String> {
+        if self.settings.blocking_spawn {
+            return Some("RANKMIG_BLOCKING_SPAWN=1".into());
+        }
+        let launcher = self.launcher();
+        if !launcher.capabilities().background_spawn {
+            return Some(format!(
+                "{} spawns with the application held",
+                launcher.implementation().title()
+            ));
+        }
+        let level = mpi::environment::threading_support();
+        if level != mpi::Threading::Multiple {
+            return Some(format!(
+                "MPI was initialised with {level:?}, not MPI_THREAD_MULTIPLE (MPI_Init_thread)"
+            ));
+        }
+        None
+    }
+
+    /// Starts `plan`'s spawn on a helper thread of rank 0, and (when `rankmig run`
+    /// watches spawns) the checkpoint a relaunch would start from, written by the
+    /// checkpoint writer; every rank returns to the application at once. Collective.
+    pub(super) fn start_background_migration<T: Serialize>(
+        &mut self,
+        state: &T,
+        plan: &Plan,
+        scheduling: f64,
+        change: &str,
+        before: ViewBefore,
+    ) -> Result<(), MigrateError> {
+        let started = Instant::now();
+        if self.settings.spawns_watched() {
+            if let Err(e) = self.ckpt.save_now(state) {
+                self.refuse_without_checkpoint(&e.into(), plan, scheduling, change, before);
+                return Ok(());
+            }
+        }
+        let moves = spawn_order(plan);
+        let processes = moves.len();
+        let helper = if self.is_root() {
+            self.mark_spawn_begun(processes);
+            let program = spawn_program(&self.settings)?;
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            let groups = self.spawn_request(&moves);
+            let marker = self.spawn_marker_dir().map(std::path::Path::to_path_buf);
+            Some(
+                std::thread::Builder::new()
+                    .name("rankmig-spawn".into())
+                    .spawn(move || {
+                        let _not_counted = crate::monitor::Paused::new();
+                        let bridge = protocol::spawn_bridge(&program, &args, &groups)
+                            .map_err(|e| e.to_string());
+                        if let Some(dir) = marker {
+                            crate::migrate::spawn_watch::end(&dir);
+                        }
+                        bridge
+                    })?,
+            )
+        } else {
+            None
+        };
+        self.pacer.hurry(self.calls, PENDING_CHECK_INTERVAL);
+        self.charge(scheduling, started.elapsed().as_secs_f64());
+        self.pending = Some(PendingMigration {
+            plan: plan.clone(),
+            scheduling,
+            change: change.to_owned(),
+            before,
+            started,
+            processes,
+            helper,
+        });
+        Ok(())
+    }
+
+    /// At an availability check while a spawn runs in the background: once the spawn
+    /// and the checkpoint written meanwhile are complete on every rank, carries the
+    /// migration out; a failed spawn is recorded and nobody moves. Collective.
+    pub(super) fn advance_background_migration<T: Serialize>(
+        &mut self,
+        state: &T,
+    ) -> Result<(), MigrateError> {
+        let spawning = self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.helper.as_ref().is_some_and(|h| !h.is_finished()));
+        let mut busy = [u8::from(spawning), u8::from(self.ckpt.writing())];
+        let mut anyone = [0u8; 2];
+        self.comm.all_reduce_into(
+            &busy[..],
+            &mut anyone[..],
+            mpi::collective::SystemOperation::max(),
+        );
+        busy = anyone;
+        if busy != [0, 0] {
+            return Ok(());
+        }
+        let Some(mut pending) = self.pending.take() else {
+            return Ok(());
+        };
+        self.pacer.relax();
+        let held = Instant::now();
+        let background = pending.started.elapsed().as_secs_f64();
+        let bridge = match self.joined_helper(&mut pending) {
+            Ok(bridge) => bridge,
+            Err(message) => {
+                self.record_failed_background_spawn(&pending, message);
+                return Ok(());
+            }
+        };
+        if let Err(e) = self.ckpt.finalize() {
+            if let Some(bridge) = bridge {
+                protocol::dismiss_background_spawn(bridge, pending.processes);
+            }
+            let PendingMigration {
+                plan,
+                scheduling,
+                change,
+                before,
+                ..
+            } = pending;
+            self.refuse_without_checkpoint(&e.into(), &plan, scheduling, &change, before);
+            return Ok(());
+        }
+        let inter = protocol::join_background_spawn(&self.comm, bridge, pending.processes)?;
+        let phases = PhaseTimes {
+            background,
+            ..PhaseTimes::default()
+        };
+        self.complete_migration(
+            state,
+            &pending.plan,
+            pending.scheduling,
+            &pending.change,
+            inter,
+            phases,
+            held,
+        )
+    }
+
+    /// Rank 0 joins the helper thread and tells every rank whether the spawn worked:
+    /// the bridge on rank 0 (`None` elsewhere), or the failure, on every rank (the
+    /// message only on rank 0, which records it). Collective.
+    fn joined_helper(&self, pending: &mut PendingMigration) -> Result<Option<Bridge>, String> {
+        let joined = pending.helper.take().map(|h| {
+            h.join().unwrap_or_else(|_| {
+                Err("the spawning thread panicked (a bug: please report it)".into())
+            })
+        });
+        let local = match &joined {
+            Some(Err(_)) => SpawnStatus::Failed,
+            _ => SpawnStatus::Done,
+        };
+        let mut status = local as u8;
+        self.comm.process_at_rank(0).broadcast_into(&mut status);
+        match (joined, status == SpawnStatus::Failed as u8) {
+            (Some(Ok(bridge)), false) => Ok(Some(bridge)),
+            (Some(Err(message)), _) => Err(message),
+            (_, true) => Err(String::new()),
+            (None, false) => Ok(None),
+        }
+    }
+
+    fn record_failed_background_spawn(&mut self, pending: &PendingMigration, message: String) {
+        if self.is_root() {
+            log::warn!("migration abandoned, every rank stays: {message}");
+        }
+        self.record(Outcome {
+            detail: Some(message),
+            ..Outcome::of_plan(
+                "spawn failed",
+                &pending.change,
+                &pending.plan,
+                pending.scheduling,
+            )
+        });
+    }
+
+    /// At the end of the run, with a spawn still in the background: rank 0 waits for
+    /// it and dismisses the new processes (they leave without joining); the record
+    /// says so. Collective.
+    pub(super) fn call_off_background_migration(&mut self) {
+        let Some(mut pending) = self.pending.take() else {
+            return;
+        };
+        self.pacer.relax();
+        if let Ok(Some(bridge)) = self.joined_helper(&mut pending) {
+            protocol::dismiss_background_spawn(bridge, pending.processes);
+        }
+        self.record(Outcome {
+            detail: Some(
+                "the application ended while the replacement processes started; they were dismissed"
+                    .into(),
+            ),
+            ..Outcome::of_plan(
+                "called off",
+                &pending.change,
+                &pending.plan,
+                pending.scheduling,
+            )
+        });
+    }
+}
