@@ -18,6 +18,10 @@
 //! With `--fail-at K` the last rank exits with code 3 when it reaches iteration K, at
 //! every launch that gets there (an application's own bug, for the tests of
 //! `rankmig run --auto-restart`).
+//! With `--times DIR` each process writes the time of each of its iterations, by its own
+//! clock, to `DIR/times-PID.txt` (`rank iteration seconds` lines). MPI is initialised
+//! with `MPI_THREAD_MULTIPLE`, so that rankmig starts replacement processes in the
+//! background.
 //!
 //! Prints `iterations: <count>` and one line `checksum: <16 hex digits>` (XXH3-64 of the final global grid,
 //! row-major, little-endian f64) on stdout; the result is bit-exact and the same for
@@ -41,7 +45,7 @@ struct State {
     rows: Vec<f64>,
 }
 
-/// Command line: `--size N --iters K [--stop-file PATH] [--fail-at K]`.
+/// Command line: `--size N --iters K [--stop-file PATH] [--fail-at K] [--times DIR]`.
 struct Args {
     size: usize,
     iters: u64,
@@ -50,6 +54,9 @@ struct Args {
     stop_file: Option<std::path::PathBuf>,
     /// The last rank exits with code 3 at this iteration.
     fail_at: Option<u64>,
+    /// Each process writes the time of each of its iterations, by its own clock, to
+    /// `DIR/times-PID.txt` at the end (`rank iteration seconds` lines).
+    times: Option<std::path::PathBuf>,
 }
 
 /// Iterations between two looks for the stop file.
@@ -61,6 +68,7 @@ fn parse_args() -> Result<Args, String> {
         iters: 100,
         stop_file: None,
         fail_at: None,
+        times: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -71,9 +79,10 @@ fn parse_args() -> Result<Args, String> {
             "--iters" => args.iters = value.parse().map_err(bad)?,
             "--stop-file" => args.stop_file = Some(value.into()),
             "--fail-at" => args.fail_at = Some(value.parse().map_err(bad)?),
+            "--times" => args.times = Some(value.into()),
             _ => {
                 return Err(format!(
-                    "unknown argument {flag:?} (use --size N --iters K [--stop-file PATH] [--fail-at K])"
+                    "unknown argument {flag:?} (use --size N --iters K [--stop-file PATH] [--fail-at K] [--times DIR])"
                 ));
             }
         }
@@ -91,7 +100,10 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp(None)
         .init();
-    let Some(universe) = mpi::initialize() else {
+    // MPI_THREAD_MULTIPLE lets rankmig start replacement processes in the background
+    // while the ranks compute; with less, a migration holds them for the whole spawn.
+    let Some((universe, _threading)) = mpi::initialize_with_threading(mpi::Threading::Multiple)
+    else {
         eprintln!("jacobi: MPI could not be initialised");
         return ExitCode::FAILURE;
     };
@@ -137,13 +149,19 @@ fn run(universe: Universe) -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let h2 = (1.0 / (n as f64 + 1.0)).powi(2);
     let (mut up, mut down, mut next) = (vec![0.0; n], vec![0.0; n], vec![0.0; local * n]);
+    let mut times = IterationTimes::new(args.times.is_some());
     while state.iter < args.iters && !stop_requested(job.comm(), &args, state.iter) {
+        let began = Instant::now();
         halo_exchange(job.comm(), &state.rows, n, &mut up, &mut down);
         sweep(&state.rows, &up, &down, n, h2, &mut next);
         std::mem::swap(&mut state.rows, &mut next);
         state.iter += 1;
         fail_if_asked(&job, &args, state.iter);
         rankmig::checkpoint!(job, state);
+        times.push(state.iter, began);
+    }
+    if let Some(dir) = &args.times {
+        times.write(dir, job.comm().rank())?;
     }
     job.finalize()?;
     if job.comm().rank() == 0 {
@@ -169,6 +187,38 @@ fn fail_if_asked(job: &Job, args: &Args, iter: u64) {
             "jacobi: rank {rank} fails at iteration {iter} (--fail-at)"
         ));
         std::process::exit(3);
+    }
+}
+
+/// This process's iteration times by its own clock (`--times`), from its first
+/// iteration (a process that arrived by migration: from its arrival).
+struct IterationTimes {
+    on: bool,
+    times: Vec<(u64, f64)>,
+}
+
+impl IterationTimes {
+    fn new(on: bool) -> Self {
+        Self {
+            on,
+            times: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, iteration: u64, began: Instant) {
+        if self.on {
+            self.times.push((iteration, began.elapsed().as_secs_f64()));
+        }
+    }
+
+    /// Writes `DIR/times-PID.txt`: `rank iteration seconds` lines.
+    fn write(&self, dir: &std::path::Path, rank: i32) -> std::io::Result<()> {
+        use std::fmt::Write as _;
+        let mut text = String::new();
+        for (iteration, secs) in &self.times {
+            let _ = writeln!(text, "{rank} {iteration} {secs:.9}");
+        }
+        std::fs::write(dir.join(format!("times-{}.txt", std::process::id())), text)
     }
 }
 

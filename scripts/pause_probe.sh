@@ -8,7 +8,9 @@
 # the median iteration before and after the migration, rankmig's record of it, and
 # whether the checksum equals the plain run's.
 #
-# Usage: scripts/pause_probe.sh [STATE_MB] (default 8). Environment: IMPL (openmpi4,
+# Usage: scripts/pause_probe.sh [STATE_MB] (default 8). Environment: PROGRAM (probe,
+# the default, or jacobi: examples/jacobi.rs on a grid of about STATE_MB per rank, with
+# its --times), IMPL (openmpi4,
 # the default, or mpich: the PyPI MPICH of scripts/setup.sh, built in target/mpich),
 # RANKS (8), WARMUP (3), AFTER (3), and any RANKMIG_* variable (RANKMIG_BLOCKING_SPAWN=1
 # measures the spawn with the application held).
@@ -27,18 +29,27 @@ case $IMPL in
     export PATH="$ROOT/target/mpi/mpich/bin:$PATH" CARGO_TARGET_DIR=$target ;;
   *) echo "pause_probe: IMPL must be openmpi4 or mpich" >&2; exit 2 ;;
 esac
-cargo build --release --quiet --lib --bin rankmig
+cargo build --release --quiet --lib --bin rankmig --example jacobi
 lib=$target/release
 work=$(mktemp -d)
 trap 'touch "$work/stop" 2>/dev/null; rm -rf "$work"' EXIT
-probe=$work/pause-probe
-mpicc -O2 -I include examples/c/pause_probe.c -o "$probe" -L "$lib" -lrankmig "-Wl,-rpath,$lib"
+case ${PROGRAM:-probe} in
+  probe)
+    probe=$work/pause-probe
+    mpicc -O2 -I include examples/c/pause_probe.c -o "$probe" -L "$lib" -lrankmig "-Wl,-rpath,$lib"
+    app=("$probe" --mb "$MB") ;;
+  jacobi)
+    # A grid of N x N doubles, N a multiple of RANKS, about MB per rank.
+    size=$(python3 -c "import math; r=$RANKS; n=int(math.sqrt($MB*2**20/8*r)); print(n - n % r)")
+    app=("$lib/examples/jacobi" --size "$size") ;;
+  *) echo "pause_probe: PROGRAM must be probe or jacobi" >&2; exit 2 ;;
+esac
 
 cd "$work"
 mkdir times
 printf 'n1 %s\nn2 %s\n' "$HALF" "$HALF" >av
 "$lib/rankmig" run -n "$RANKS" -a av --run-dir run --settle 0 -- \
-  "$probe" --mb "$MB" --iters 1000000000000 --times "$work/times" --stop-file "$work/stop" \
+  "${app[@]}" --iters 1000000000000 --times "$work/times" --stop-file "$work/stop" \
   >live.out 2>live.err &
 job=$!
 waited=0
@@ -60,10 +71,10 @@ done
 sleep "${AFTER:-3}"
 touch stop
 wait $job
-iters=$(sed -n 's/.* \([0-9]*\) iterations.*/\1/p' live.out)
+iters=$(sed -n -e 's/.* \([0-9]*\) iterations.*/\1/p' -e 's/^iterations: \([0-9]*\)$/\1/p' live.out)
 mpirun_cmd=(mpirun --oversubscribe -np "$RANKS")
 [ "$IMPL" = mpich ] && mpirun_cmd=(mpiexec -n "$RANKS")
-RANKMIG_CKPT_DIR=$work/plain-ckpt "${mpirun_cmd[@]}" "$probe" --mb "$MB" --iters "$iters" >plain.out 2>plain.err
+RANKMIG_CKPT_DIR=$work/plain-ckpt "${mpirun_cmd[@]}" "${app[@]}" --iters "$iters" >plain.out 2>plain.err
 python3 - "$work" <<'EOF'
 import glob, json, statistics, sys
 work = sys.argv[1]

@@ -750,3 +750,232 @@ fn full_checkpoint_disk() -> Result<(), Hung> {
     assert_eq!(recs[1].moves, 4, "{recs:?}");
     Ok(())
 }
+
+/// A spawn program that starts the real program (`jacobi`) only once the file `go`
+/// exists: the test decides when the spawn can complete. It touches `spawning` first.
+fn held_spawn_program(d: &Path) -> PathBuf {
+    let script = d.join("held-start");
+    let text = format!(
+        "#!/bin/sh\ntouch '{spawning}'\nwhile [ ! -e '{go}' ]; do sleep 0.05; done\nexec '{jacobi}' \"$@\"\n",
+        spawning = d.join("spawning").display(),
+        go = d.join("go").display(),
+        jacobi = jacobi().display()
+    );
+    write_script(&script, &text);
+    script
+}
+
+/// Iterations rank 0 has recorded so far.
+fn rank0_iterations(d: &Path) -> usize {
+    fs::read_to_string(d.join("run/iterations/rank-0.csv")).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn the_ranks_compute_while_their_replacements_start_and_an_edit_meanwhile_is_acted_on_after() {
+    let _lock = mpi_lock();
+    retry_on_hang(computes_during_the_spawn);
+}
+
+/// The Jacobi example asks for MPI_THREAD_MULTIPLE, so its spawns run in the
+/// background. The replacements of the first edit cannot start until the test says so:
+/// meanwhile every rank keeps iterating (rank 0's records grow), nothing is carried
+/// out, and a second edit is made. Once the replacements start, the first migration is
+/// carried out (recorded with its background time and its pause), then the second
+/// edit, against the placement the first made; the result is a plain run's.
+fn computes_during_the_spawn() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let program = held_spawn_program(d);
+    set_availability(d, "n1 4\nn2 4\n");
+    let job = start(d, &[("RANKMIG_SPAWN_PROGRAM", program.to_str().unwrap())]);
+    wait_for("the first availability check", || first_check_done(d))?;
+    set_availability(d, "n1 4\nn3 4\n");
+    wait_for("the spawn", || d.join("spawning").exists())?;
+    let at_spawn = rank0_iterations(d);
+    set_availability(d, "n3 4\nn4 4\n");
+    wait_for("iterations while the replacements start", || {
+        rank0_iterations(d) > at_spawn + 200
+    })?;
+    assert!(records(d).is_empty(), "{:?}", records(d));
+    assert!(
+        processes(d).iter().all(|p| p.3 == "start"),
+        "{:?}",
+        processes(d)
+    );
+    fs::write(d.join("go"), "").expect("go");
+    wait_for("both migrations", || {
+        records(d)
+            .iter()
+            .filter(|r| r.outcome == "migrated")
+            .count()
+            == 2
+    })?;
+    let out = stop_and_finish(job, d)?;
+    assert_result_of_a_plain_run(&out);
+    let recs = records(d);
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    let first = &recs[0];
+    assert!(first.phases.background > 0.0, "{first:?}");
+    assert!(first.phases.pause > 0.0, "{first:?}");
+    assert!(
+        first.moved.iter().all(|m| m.from == "n2" && m.to == "n3"),
+        "{first:?}"
+    );
+    assert!(
+        recs[1].moved.iter().all(|m| m.to == "n4"),
+        "the second edit, against the first's placement: {:?}",
+        recs[1]
+    );
+    let finished: Vec<_> = processes(d)
+        .into_iter()
+        .filter(|p| p.3 == "finish")
+        .collect();
+    assert_eq!(finished.len(), RANKS, "{finished:?}");
+    assert!(
+        finished.iter().all(|p| p.2 == "n3" || p.2 == "n4"),
+        "{finished:?}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("in the background"),
+        "the progress line says the pause and the background start: {stderr}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_job_that_ends_while_its_replacements_start_dismisses_them() {
+    let _lock = mpi_lock();
+    retry_on_hang(ends_during_the_spawn);
+}
+
+/// The application reaches its end while the replacements of an edit are still
+/// starting: the migration is recorded as called off, the replacements, once started,
+/// leave without joining, and the job ends with a plain run's result and no process
+/// left behind.
+fn ends_during_the_spawn() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let program = held_spawn_program(d);
+    set_availability(d, "n1 4\nn2 4\n");
+    let job = start(d, &[("RANKMIG_SPAWN_PROGRAM", program.to_str().unwrap())]);
+    wait_for("the first availability check", || first_check_done(d))?;
+    set_availability(d, "n1 4\nn3 4\n");
+    wait_for("the spawn", || d.join("spawning").exists())?;
+    fs::write(d.join("stop"), "").expect("stop file");
+    wait_for("the migration called off", || {
+        records(d).iter().any(|r| r.outcome == "called off")
+    })?;
+    fs::write(d.join("go"), "").expect("go");
+    let out = job.finish()?;
+    assert_result_of_a_plain_run(&out);
+    let recs = records(d);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let finished: Vec<_> = processes(d)
+        .into_iter()
+        .filter(|p| p.3 == "finish")
+        .collect();
+    assert_eq!(finished.len(), RANKS, "{finished:?}");
+    assert!(finished.iter().all(|p| p.2 != "n3"), "{finished:?}");
+    // Every process of the job had this test's directory in its arguments.
+    let mine = d.display().to_string();
+    let left = fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|cmdline| String::from_utf8_lossy(cmdline).contains(&mine))
+        .count();
+    assert_eq!(
+        left, 0,
+        "a process of the job (a dismissed replacement?) is still there"
+    );
+    Ok(())
+}
+
+/// `examples/c/pause_probe.c` built with `mpicc` against the library of this build.
+fn pause_probe(d: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--lib",
+            "--example",
+            "jacobi",
+        ])
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .status()
+        .expect("cargo build --lib");
+    assert!(built.success(), "cargo build --release --lib failed");
+    let lib = Path::new(env!("CARGO_BIN_EXE_rankmig"))
+        .parent()
+        .expect("target/release")
+        .to_path_buf();
+    let program = d.join("pause-probe");
+    let out = Command::new("mpicc")
+        .args(["-O2", "-Wall", "-I"])
+        .arg(root.join("include"))
+        .arg(root.join("examples/c/pause_probe.c"))
+        .arg("-o")
+        .arg(&program)
+        .arg("-L")
+        .arg(&lib)
+        .arg("-lrankmig")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .output()
+        .expect("mpicc runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    program
+}
+
+#[test]
+fn a_c_program_with_thread_multiple_migrates_with_its_spawn_in_the_background() {
+    let _lock = mpi_lock();
+    retry_on_hang(c_program_in_the_background);
+}
+
+/// The pause probe (C, `MPI_Init_thread` with `MPI_THREAD_MULTIPLE`, 1 MB per rank):
+/// one edit moves n2's ranks to n3 with the spawn in the background; its iteration
+/// times are written by every process that ends; the result is a plain run's.
+fn c_program_in_the_background() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let probe = pause_probe(d);
+    let times = d.join("times");
+    fs::create_dir_all(&times).expect("times dir");
+    set_availability(d, "n1 4\nn2 4\n");
+    let stop = d.join("stop");
+    let job = {
+        let mut cmd = rankmig();
+        cmd.current_dir(d)
+            .args(["run", "-n", &RANKS.to_string(), "--availability", "av"])
+            .args(["--run-dir", "run", "--settle", "0", "--"])
+            .arg(&probe)
+            .args(["--mb", "1", "--iters", "1000000000000", "--times"])
+            .arg(&times)
+            .arg("--stop-file")
+            .arg(&stop)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Job(Some(cmd.spawn().expect("rankmig run starts")))
+    };
+    wait_for("the first availability check", || first_check_done(d))?;
+    set_availability(d, "n1 4\nn3 4\n");
+    wait_for("the migration", || !records(d).is_empty())?;
+    let out = stop_and_finish(job, d)?;
+    let unused = std::env::temp_dir().join("rankmig-unused-ckpt");
+    let env = [("RANKMIG_CKPT_DIR".to_owned(), unused.display().to_string())];
+    common::assert_same_as_plain_run(&out, RANKS, &probe, &["--mb", "1"], &env);
+    let recs = records(d);
+    assert_eq!(recs[0].outcome, "migrated", "{recs:?}");
+    assert!(recs[0].phases.background > 0.0, "{:?}", recs[0]);
+    // 4 survivors and 4 arrivals wrote their iteration times.
+    let written = fs::read_dir(&times).expect("times").count();
+    assert_eq!(written, RANKS, "iteration time files");
+    Ok(())
+}

@@ -4,9 +4,10 @@
  * a window of it, passes a block around a ring (MPI_Sendrecv), sums a value over all
  * ranks (MPI_Allreduce), then calls rankmig_checkpoint(). Each process times its
  * iterations with MPI_Wtime and, at the end, writes them to TIMES_DIR/times-PID.txt
- * ("iteration seconds" lines; a rank that leaves by migration writes none, its
- * replacement writes from its arrival on). Rank 0 prints a checksum of every rank's
- * state (bitwise XOR of hashes, exact), equal to a plain run's with as many iterations.
+ * ("rank iteration seconds" lines; a rank that leaves by migration writes none, its
+ * replacement writes from its arrival on). Rank 0 prints "iterations: K" and
+ * "checksum: X", a hash of every rank's state (bitwise XOR of hashes, exact), equal to
+ * a plain run's with as many iterations.
  *
  * MPI is initialised with MPI_THREAD_MULTIPLE so that rankmig can spawn replacement
  * processes in the background.
@@ -155,9 +156,8 @@ int main(int argc, char **argv) {
     if (rank == 0) {
         uint64_t tbits;
         memcpy(&tbits, &total, sizeof tbits);
-        printf("pause-probe: %d ranks, %ld MB each, %" PRIu64 " iterations, checksum %016" PRIx64
-               "\n",
-               size, o.mb, iter, mix(all, tbits));
+        fprintf(stderr, "pause-probe: %d ranks, %ld MB each\n", size, o.mb);
+        printf("iterations: %" PRIu64 "\nchecksum: %016" PRIx64 "\n", iter, mix(all, tbits));
     }
     if (o.times_dir != NULL) {
         char path[4096];

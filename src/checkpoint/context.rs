@@ -397,6 +397,11 @@ impl<C: Collective> CheckpointContext<C> {
         self.pending.is_some() && self.outcome.is_none()
     }
 
+    /// True when a save is written (or being written) but its epoch not yet committed.
+    pub fn uncommitted(&self) -> bool {
+        self.pending.is_some()
+    }
+
     /// Waits for the last write, commits its epoch, and stops the writer. Collective;
     /// call it once after the main loop.
     pub fn finalize(&mut self) -> Result<(), CheckpointError> {

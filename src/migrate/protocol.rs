@@ -32,6 +32,10 @@ const TAG_JOIN: i32 = 0x5a4a;
 /// How long a new process of a background spawn sleeps between two looks for old rank
 /// 0's word: it waits without taking a CPU from the application's ranks.
 const BRIDGE_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+/// How long a process that waits for others during the exchange sleeps between two
+/// looks: the ranks that send the state meanwhile get the CPUs of an oversubscribed
+/// node instead of sharing them with processes spinning in MPI's progress loop.
+const EXCHANGE_POLL: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// Old rank 0's word to each new process of a background spawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,14 +261,18 @@ impl Bridge {
 /// Background spawn, on old rank 0's helper thread: spawns `groups` from a private
 /// duplicate of `MPI_COMM_SELF` (so it shares no communicator with the application's
 /// main thread, whose collectives go on meanwhile) and merges with the new processes
-/// into the [`Bridge`]. Needs `MPI_THREAD_MULTIPLE`.
+/// into the [`Bridge`]; `spawned` is called once the spawn call has returned, before
+/// the merge. Needs `MPI_THREAD_MULTIPLE`.
 pub fn spawn_bridge(
     program: &str,
     args: &[String],
     groups: &[SpawnGroup],
+    spawned: impl FnOnce(),
 ) -> Result<Bridge, MigrateError> {
     let own = SimpleCommunicator::self_comm().duplicate();
-    let inter = spawn(&own, program, args, groups)?;
+    let inter = spawn(&own, program, args, groups);
+    spawned();
+    let inter = inter?;
     let merged = inter.merge(MergeOrder::Low);
     free_intercomm(inter);
     let raw = merged.as_raw();
@@ -372,6 +380,7 @@ pub fn old_ranks_exchange(
     }
     times.transfer = transfer_start.elapsed().as_secs_f64();
     let rebuild_start = Instant::now();
+    wait_for_everyone(&merged);
     let color = if my_slot.is_some() {
         Color::undefined()
     } else {
@@ -412,13 +421,16 @@ pub fn new_process_exchange(
     if wait_for_rank_zero(&merged) == TAG_BRIDGE {
         merged = join_old_ranks(merged)?;
     }
+    wait_for_message(&merged, 0, TAG_ASSIGNMENT);
     let (assignment, _) = merged
         .process_at_rank(0)
         .receive_vec_with_tag::<u8>(TAG_ASSIGNMENT);
     let rank = replaced_rank_of(&assignment)?;
+    wait_for_message(&merged, rank as i32, TAG_STATE);
     let (state, _) = merged
         .process_at_rank(rank as i32)
         .receive_vec_with_tag::<u8>(TAG_STATE);
+    wait_for_everyone(&merged);
     let comm = merged
         .split_by_color_with_key(Color::with_value(0), rank as i32)
         .ok_or(MigrateError::Protocol(
@@ -480,4 +492,27 @@ fn join_old_ranks(bridge: SimpleCommunicator) -> Result<SimpleCommunicator, Migr
     let merged = inter.merge(MergeOrder::High);
     free_intercomm(inter);
     Ok(merged)
+}
+
+/// Returns once a message from `source` with `tag` is there to receive, looking every
+/// [`EXCHANGE_POLL`] instead of spinning in a blocking receive.
+fn wait_for_message(comm: &SimpleCommunicator, source: i32, tag: i32) {
+    let process = comm.process_at_rank(source);
+    while process.immediate_probe_with_tag(tag).is_none() {
+        std::thread::sleep(EXCHANGE_POLL);
+    }
+}
+
+/// A barrier over `comm` that waits sleeping between looks ([`EXCHANGE_POLL`]), so
+/// that the processes still sending get the CPUs; the collective that follows it then
+/// runs with everyone there.
+fn wait_for_everyone(comm: &SimpleCommunicator) {
+    let mut request = comm.immediate_barrier();
+    loop {
+        match request.test() {
+            Ok(_) => return,
+            Err(pending) => request = pending,
+        }
+        std::thread::sleep(EXCHANGE_POLL);
+    }
 }

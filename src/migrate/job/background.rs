@@ -108,12 +108,13 @@ impl Job {
                     .name("rankmig-spawn".into())
                     .spawn(move || {
                         let _not_counted = crate::monitor::Paused::new();
-                        let bridge = protocol::spawn_bridge(&program, &args, &groups)
-                            .map_err(|e| e.to_string());
-                        if let Some(dir) = marker {
-                            crate::migrate::spawn_watch::end(&dir);
-                        }
-                        bridge
+                        let spawned = || {
+                            if let Some(dir) = marker {
+                                crate::migrate::spawn_watch::end(&dir);
+                            }
+                        };
+                        protocol::spawn_bridge(&program, &args, &groups, spawned)
+                            .map_err(|e| e.to_string())
                     })?,
             )
         } else {
@@ -152,6 +153,15 @@ impl Job {
             mpi::collective::SystemOperation::max(),
         );
         busy = anyone;
+        if busy[1] == 0 && self.ckpt.uncommitted() {
+            // Every rank has written the checkpoint a relaunch would start from: it is
+            // committed now, whether the spawn is complete or not (a spawn that never
+            // completes then costs only what was computed since).
+            if let Err(e) = self.ckpt.finalize() {
+                self.give_up_without_checkpoint(e.into());
+                return Ok(());
+            }
+        }
         if busy != [0, 0] {
             return Ok(());
         }
@@ -168,20 +178,6 @@ impl Job {
                 return Ok(());
             }
         };
-        if let Err(e) = self.ckpt.finalize() {
-            if let Some(bridge) = bridge {
-                protocol::dismiss_background_spawn(bridge, pending.processes);
-            }
-            let PendingMigration {
-                plan,
-                scheduling,
-                change,
-                before,
-                ..
-            } = pending;
-            self.refuse_without_checkpoint(&e.into(), &plan, scheduling, &change, before);
-            return Ok(());
-        }
         let inter = protocol::join_background_spawn(&self.comm, bridge, pending.processes)?;
         let phases = PhaseTimes {
             background,
@@ -196,6 +192,28 @@ impl Job {
             phases,
             held,
         )
+    }
+
+    /// The checkpoint written for a relaunch could not be committed (`e`, e.g. a full
+    /// disk): the migration is called off once its spawn is complete (the new
+    /// processes dismissed), and the same edit is tried again later, as when a blocking
+    /// migration's checkpoint fails. Collective.
+    fn give_up_without_checkpoint(&mut self, e: MigrateError) {
+        let Some(mut pending) = self.pending.take() else {
+            return;
+        };
+        self.pacer.relax();
+        if let Ok(Some(bridge)) = self.joined_helper(&mut pending) {
+            protocol::dismiss_background_spawn(bridge, pending.processes);
+        }
+        let PendingMigration {
+            plan,
+            scheduling,
+            change,
+            before,
+            ..
+        } = pending;
+        self.refuse_without_checkpoint(&e, &plan, scheduling, &change, before);
     }
 
     /// Rank 0 joins the helper thread and tells every rank whether the spawn worked:
@@ -244,9 +262,7 @@ impl Job {
             return;
         };
         self.pacer.relax();
-        if let Ok(Some(bridge)) = self.joined_helper(&mut pending) {
-            protocol::dismiss_background_spawn(bridge, pending.processes);
-        }
+        // Recorded first: waiting for the spawn may take as long as the spawn.
         self.record(Outcome {
             detail: Some(
                 "the application ended while the replacement processes started; they were dismissed"
@@ -259,5 +275,8 @@ impl Job {
                 pending.scheduling,
             )
         });
+        if let Ok(Some(bridge)) = self.joined_helper(&mut pending) {
+            protocol::dismiss_background_spawn(bridge, pending.processes);
+        }
     }
 }

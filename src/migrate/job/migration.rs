@@ -192,8 +192,7 @@ impl Job {
         let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
         let leaving = leavers.contains(&rank);
         let state_bytes = if leaving {
-            let state =
-                bincode::serialize(state).map_err(|e| MigrateError::State(e.to_string()))?;
+            // The replaced rank's counters, then its state: one pass, one copy.
             let row = monitor::snapshot().map(|(total, _)| total);
             bincode::serialize(&(row, state)).map_err(|e| MigrateError::State(e.to_string()))?
         } else {

@@ -75,7 +75,9 @@ pub struct Job {
     view: Option<Availability>,
     watcher: Option<AvailabilityWatcher>,
     placement: Option<Placement>,
-    arrived_state: Option<Vec<u8>>,
+    /// In a process that arrived by migration, until [`Job::restore_or`]: the state
+    /// message and where the state starts in it (after the replaced rank's counters).
+    arrived_state: Option<(Vec<u8>, usize)>,
     reconfigurations: u64,
     changes: u64,
     started: Instant,
@@ -232,9 +234,13 @@ impl Job {
         let a: Assignment = serde_json::from_slice(&arrival.assignment)?;
         let coll = MpiCollective::new(&arrival.comm);
         let ckpt = CheckpointContext::adopt(a.checkpoint.config(), coll, &a.handover)?;
-        // The state message carries the replaced rank's counters, then its state.
-        let (row, state): (Option<Row>, Vec<u8>) =
-            bincode::deserialize(&arrival.state).map_err(|e| MigrateError::State(e.to_string()))?;
+        // The state message carries the replaced rank's counters, then its state, read
+        // from there by restore_or (not copied out).
+        let mut counters = std::io::Cursor::new(&arrival.state[..]);
+        let row: Option<Row> = bincode::deserialize_from(&mut counters)
+            .map_err(|e| MigrateError::State(e.to_string()))?;
+        let state_offset =
+            usize::try_from(counters.position()).map_err(|e| MigrateError::State(e.to_string()))?;
         monitor::set_job_communicator(&arrival.comm, row);
         let watcher = a.settings.availability.clone().map(|path| {
             AvailabilityWatcher::resume(path, a.view_hash)
@@ -255,7 +261,7 @@ impl Job {
             view: a.view,
             watcher,
             placement: Some(a.placement),
-            arrived_state: Some(state),
+            arrived_state: Some((arrival.state, state_offset)),
             reconfigurations: a.reconfigurations,
             changes: a.changes,
             started: Instant::now() - Duration::from_secs_f64(a.elapsed.max(0.0)),
@@ -342,8 +348,9 @@ impl Job {
         T: DeserializeOwned,
         F: FnOnce() -> T,
     {
-        if let Some(bytes) = self.arrived_state.take() {
-            return bincode::deserialize(&bytes).map_err(|e| MigrateError::State(e.to_string()));
+        if let Some((bytes, offset)) = self.arrived_state.take() {
+            let state = bytes.get(offset..).unwrap_or_default();
+            return bincode::deserialize(state).map_err(|e| MigrateError::State(e.to_string()));
         }
         let state = self.ckpt.restore_or(fresh)?;
         self.calls = self.ckpt.calls();
