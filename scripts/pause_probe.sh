@@ -100,7 +100,7 @@ for r in records:
 if not moved:
     sys.exit("no migration recorded")
 at = moved[0]["iteration"]
-first_plan = records[0]["iteration"]
+first_plan = moved[0].get("planned_iteration") or moved[0]["iteration"] if moved else records[0]["iteration"]
 before = [s for i, s in slowest.items() if i < first_plan - 10]
 after = [s for i, s in slowest.items() if i > at + 10]
 worst_it = max(slowest, key=slowest.get)
@@ -111,4 +111,11 @@ print(f"median iteration before: {statistics.median(before)*1e3:.4f} ms ({len(be
       f"ratio {statistics.median(after)/statistics.median(before):.2f}")
 top = sorted(slowest.items(), key=lambda kv: -kv[1])[:5]
 print("five longest:", ", ".join(f"{i}: {s*1e3:.1f} ms" for i, s in top))
+p = moved[0]["phases"]
+same = live.split("checksum")[-1] == plain.split("checksum")[-1]
+print(f"summary: longest {slowest[worst_it]*1e3:.1f} ms, median before {statistics.median(before)*1e3:.3f} ms, "
+      f"after {statistics.median(after)*1e3:.3f} ms, pause {p.get('pause', 0)*1e3:.1f} ms, "
+      f"background {p.get('background', 0)*1e3:.0f} ms, spawn/join {p['spawn']*1e3:.1f} ms, "
+      f"transfer {p['transfer']*1e3:.1f} ms, rebuild {p['rebuild']*1e3:.1f} ms, "
+      f"checksum {'equal' if same else 'DIFFERENT'}")
 EOF

@@ -146,8 +146,13 @@ pub struct PhaseTimes {
 pub struct Reconfiguration {
     /// Sequence number (1 = first change).
     pub index: u64,
-    /// `checkpoint!` call (iteration) at which it happened.
+    /// `checkpoint!` call (iteration) at which it happened (for a migration, at which
+    /// it was carried out).
     pub iteration: u64,
+    /// A migration whose spawn ran in the background: the iteration at which it was
+    /// planned and its spawn started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_iteration: Option<u64>,
     /// Seconds since the job started (rank 0's clock).
     pub at_seconds: f64,
     /// Human-readable availability diff, or the refusal message.

@@ -4,16 +4,17 @@
 //! thread of rank 0 from a private duplicate of `MPI_COMM_SELF` while every rank goes on
 //! computing ([`Job::start_background_migration`]); the helper merges with the new
 //! processes into a bridge, and the new processes wait for old rank 0's word without
-//! taking a CPU. When a spawn is watched by `rankmig run`, the checkpoint to launch the
-//! job again from (should the spawn never complete) is written meanwhile by the
-//! checkpoint writer, not on the pause.
+//! taking a CPU. When `rankmig run` watches spawns, the checkpoint to launch the job
+//! again from (should the spawn never complete) is written first by the checkpoint
+//! writer while the ranks compute, and the spawn starts once every rank has written it
+//! and it is committed: a fault during the spawn loses nothing before the migration's
+//! start, as with a blocking spawn, and no rank waits for the write.
 //!
-//! Every availability check after that (checks come about every
-//! [`PENDING_CHECK_INTERVAL`] meanwhile) asks whether the spawn and that checkpoint
-//! are complete ([`Job::advance_background_migration`]); once both are, the ranks are
-//! held only to join the new processes, hand over the state and rebuild the
-//! communicator. Edits of the availability file made meanwhile are acted on after the
-//! migration, against the placement it makes.
+//! Checks come about every [`PENDING_CHECK_INTERVAL`] meanwhile; each asks whether
+//! the checkpoint, then the spawn, is complete ([`Job::advance_background_migration`]).
+//! Once the spawn is, the ranks are held only to join the new processes, hand over the
+//! state and rebuild the communicator. Edits of the availability file made meanwhile
+//! are acted on after the migration, against the placement it makes.
 
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -25,7 +26,7 @@ use crate::planner::Plan;
 
 use super::super::protocol::{self, Bridge};
 use super::super::record::PhaseTimes;
-use super::migration::{spawn_order, spawn_program};
+use super::migration::{Held, spawn_order, spawn_program};
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
 use super::{Job, MigrateError};
@@ -41,9 +42,12 @@ pub(super) struct PendingMigration {
     change: String,
     before: ViewBefore,
     started: Instant,
+    planned_iteration: u64,
     processes: usize,
     /// Old rank 0: the helper thread that spawns and makes the bridge.
     helper: Option<JoinHandle<Result<Bridge, String>>>,
+    /// The spawn has started (after the checkpoint for a relaunch was committed).
+    spawn_started: bool,
 }
 
 /// Whether a background spawn is complete, as old rank 0 tells the others.
@@ -77,9 +81,11 @@ impl Job {
         None
     }
 
-    /// Starts `plan`'s spawn on a helper thread of rank 0, and (when `rankmig run`
-    /// watches spawns) the checkpoint a relaunch would start from, written by the
-    /// checkpoint writer; every rank returns to the application at once. Collective.
+    /// Starts a migration in the background: when `rankmig run` watches spawns, first
+    /// the checkpoint a relaunch would start from (written by the checkpoint writer),
+    /// then, once every rank has written it and it is committed, `plan`'s spawn on a
+    /// helper thread of rank 0 ([`Job::advance_background_migration`]); every rank
+    /// returns to the application at once. Collective.
     pub(super) fn start_background_migration<T: Serialize>(
         &mut self,
         state: &T,
@@ -89,16 +95,42 @@ impl Job {
         before: ViewBefore,
     ) -> Result<(), MigrateError> {
         let started = Instant::now();
-        if self.settings.spawns_watched() {
+        let watched = self.settings.spawns_watched();
+        if watched {
             if let Err(e) = self.ckpt.save_now(state) {
                 self.refuse_without_checkpoint(&e.into(), plan, scheduling, change, before);
                 return Ok(());
             }
         }
-        let moves = spawn_order(plan);
-        let processes = moves.len();
+        self.pacer.hurry(self.calls, PENDING_CHECK_INTERVAL);
+        self.pending = Some(PendingMigration {
+            plan: plan.clone(),
+            scheduling,
+            change: change.to_owned(),
+            before,
+            started,
+            planned_iteration: self.calls,
+            processes: plan.moves.len(),
+            helper: None,
+            spawn_started: false,
+        });
+        if !watched {
+            self.start_background_spawn()?;
+        }
+        self.charge(scheduling, started.elapsed().as_secs_f64());
+        Ok(())
+    }
+
+    /// Rank 0 starts the pending migration's spawn on a helper thread (the spawn marker
+    /// left for `rankmig run` while the spawn call runs). Every rank notes that it has
+    /// started.
+    fn start_background_spawn(&mut self) -> Result<(), MigrateError> {
+        let Some(pending) = self.pending.as_ref() else {
+            return Ok(());
+        };
         let helper = if self.is_root() {
-            self.mark_spawn_begun(processes);
+            let moves = spawn_order(&pending.plan);
+            self.mark_spawn_begun(moves.len());
             let program = spawn_program(&self.settings)?;
             let args: Vec<String> = std::env::args().skip(1).collect();
             let groups = self.spawn_request(&moves);
@@ -120,23 +152,17 @@ impl Job {
         } else {
             None
         };
-        self.pacer.hurry(self.calls, PENDING_CHECK_INTERVAL);
-        self.charge(scheduling, started.elapsed().as_secs_f64());
-        self.pending = Some(PendingMigration {
-            plan: plan.clone(),
-            scheduling,
-            change: change.to_owned(),
-            before,
-            started,
-            processes,
-            helper,
-        });
+        if let Some(pending) = self.pending.as_mut() {
+            pending.helper = helper;
+            pending.spawn_started = true;
+        }
         Ok(())
     }
 
-    /// At an availability check while a spawn runs in the background: once the spawn
-    /// and the checkpoint written meanwhile are complete on every rank, carries the
-    /// migration out; a failed spawn is recorded and nobody moves. Collective.
+    /// At an availability check while a migration runs in the background: commits the
+    /// checkpoint written for it once every rank has written it (and then starts the
+    /// spawn); once the spawn is complete, carries the migration out; a failed spawn is
+    /// recorded and nobody moves. Collective.
     pub(super) fn advance_background_migration<T: Serialize>(
         &mut self,
         state: &T,
@@ -153,16 +179,22 @@ impl Job {
             mpi::collective::SystemOperation::max(),
         );
         busy = anyone;
-        if busy[1] == 0 && self.ckpt.uncommitted() {
-            // Every rank has written the checkpoint a relaunch would start from: it is
-            // committed now, whether the spawn is complete or not (a spawn that never
-            // completes then costs only what was computed since).
+        if busy[1] != 0 {
+            return Ok(());
+        }
+        if self.ckpt.uncommitted() {
+            // Every rank has written its checkpoint: committed now, whatever the
+            // spawn is doing (a spawn that never completes then costs only what was
+            // computed since).
             if let Err(e) = self.ckpt.finalize() {
                 self.give_up_without_checkpoint(e.into());
                 return Ok(());
             }
         }
-        if busy != [0, 0] {
+        if !self.pending.as_ref().is_some_and(|p| p.spawn_started) {
+            return self.start_background_spawn();
+        }
+        if busy[0] != 0 {
             return Ok(());
         }
         let Some(mut pending) = self.pending.take() else {
@@ -179,25 +211,22 @@ impl Job {
             }
         };
         let inter = protocol::join_background_spawn(&self.comm, bridge, pending.processes)?;
-        let phases = PhaseTimes {
-            background,
-            ..PhaseTimes::default()
+        let so_far = Held {
+            phases: PhaseTimes {
+                background,
+                ..PhaseTimes::default()
+            },
+            since: held,
+            scheduling: pending.scheduling,
+            planned_iteration: Some(pending.planned_iteration),
         };
-        self.complete_migration(
-            state,
-            &pending.plan,
-            pending.scheduling,
-            &pending.change,
-            inter,
-            phases,
-            held,
-        )
+        self.complete_migration(state, &pending.plan, &pending.change, inter, so_far)
     }
 
     /// The checkpoint written for a relaunch could not be committed (`e`, e.g. a full
-    /// disk): the migration is called off once its spawn is complete (the new
-    /// processes dismissed), and the same edit is tried again later, as when a blocking
-    /// migration's checkpoint fails. Collective.
+    /// disk): the migration is called off (its spawn, if started, waited for and the
+    /// new processes dismissed), and the same edit is tried again later, as when a
+    /// blocking migration's checkpoint fails. Collective.
     fn give_up_without_checkpoint(&mut self, e: MigrateError) {
         let Some(mut pending) = self.pending.take() else {
             return;

@@ -56,6 +56,18 @@ pub(super) struct Assignment {
     pub(super) comm_changes: u64,
 }
 
+/// What a migration measured before its held part ([`Job::complete_migration`]).
+pub(super) struct Held {
+    /// The phases measured so far.
+    pub(super) phases: PhaseTimes,
+    /// When the ranks were stopped for the migration.
+    pub(super) since: Instant,
+    /// The planning time.
+    pub(super) scheduling: f64,
+    /// For a spawn run in the background: the iteration the migration was planned at.
+    pub(super) planned_iteration: Option<u64>,
+}
+
 /// The parts of a [`CheckpointConfig`] a new process needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct CheckpointSettings {
@@ -168,24 +180,32 @@ impl Job {
             ..PhaseTimes::default()
         };
         self.charge(scheduling, 0.0);
-        self.complete_migration(state, plan, scheduling, change, inter, phases, held)
+        let so_far = Held {
+            phases,
+            since: held,
+            scheduling,
+            planned_iteration: None,
+        };
+        self.complete_migration(state, plan, change, inter, so_far)
     }
 
     /// The held part of every migration, once the new processes are reachable through
     /// `inter` (old ranks local): hand each its rank's state, rebuild the communicator,
-    /// record, and leave or go on. `held` is when the ranks were stopped for it;
-    /// `phases` holds what was measured before. Collective.
-    #[allow(clippy::too_many_arguments)]
+    /// record, and leave or go on. Collective.
     pub(super) fn complete_migration<T: Serialize>(
         &mut self,
         state: &T,
         plan: &Plan,
-        scheduling: f64,
         change: &str,
         inter: InterCommunicator,
-        mut phases: PhaseTimes,
-        held: Instant,
+        so_far: Held,
     ) -> Result<(), MigrateError> {
+        let Held {
+            mut phases,
+            since: held,
+            scheduling,
+            planned_iteration,
+        } = so_far;
         let spawned_before = phases.spawn;
         let moves = spawn_order(plan);
         let rank = self.comm.rank() as usize;
@@ -232,6 +252,7 @@ impl Job {
         self.record(Outcome {
             phases,
             state_bytes: largest_state,
+            planned_iteration,
             ..Outcome::of_plan("migrated", change, plan, scheduling)
         });
         if self.is_root() {

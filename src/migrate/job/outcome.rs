@@ -20,6 +20,7 @@ impl Job {
         let r = Reconfiguration {
             index: self.changes,
             iteration: self.calls,
+            planned_iteration: o.planned_iteration,
             at_seconds: self.started.elapsed().as_secs_f64(),
             change: o.change,
             nodes: self.view.as_ref().map_or(0, |v| v.nodes().len()),
@@ -62,6 +63,8 @@ pub(super) struct Outcome<'a> {
     pub(super) scheduling: f64,
     pub(super) phases: PhaseTimes,
     pub(super) state_bytes: usize,
+    /// The iteration a migration carried out later was planned at.
+    pub(super) planned_iteration: Option<u64>,
 }
 
 impl<'a> Outcome<'a> {
@@ -75,6 +78,7 @@ impl<'a> Outcome<'a> {
             scheduling: since.elapsed().as_secs_f64(),
             phases: PhaseTimes::default(),
             state_bytes: 0,
+            planned_iteration: None,
         }
     }
 
@@ -88,6 +92,7 @@ impl<'a> Outcome<'a> {
             scheduling,
             phases: PhaseTimes::default(),
             state_bytes: 0,
+            planned_iteration: None,
         }
     }
 }
