@@ -20,8 +20,11 @@
 //!
 //! Nothing is counted twice whatever the implementation: a wrapper counts, then
 //! forwards with counting paused on its thread ([`super::Paused`]), so the C function
-//! an MPICH Fortran entry calls only forwards. MPICH's `mpi_f08` entries
-//! (`mpi_send_f08ts_`) are not wrapped: they call the C functions, which count.
+//! an MPICH Fortran entry calls only forwards. MPICH's `mpi_f08` entries with a buffer
+//! (`mpi_send_f08ts_`) are not wrapped: they call the C functions, which count. Its
+//! entries without one have Open MPI's names (`mpi_start_f08_`, `mpi_startall_f08_`,
+//! `mpi_request_free_f08_`, `mpi_comm_free_f08_`), so they are wrapped too, and forwarded
+//! to MPICH's profiling names for them (`pmpir_start_f08_`, ...).
 
 use std::ffi::{CStr, c_int, c_void};
 use std::ptr;
@@ -221,7 +224,7 @@ macro_rules! call {
     (
         $what:literal;
         mpif: [$($name:ident),+] => $forward:tt;
-        f08: $f08:ident => $f08_forward:literal;
+        f08: $f08:ident => $f08_forward:tt;
         args: $args:tt;
         before: $before:block
         after: $after:block
@@ -235,7 +238,7 @@ macro_rules! call {
         }
         fortran! {
             $what;
-            entries: [$f08] => [$f08_forward];
+            entries: [$f08] => $f08_forward;
             args: $args;
             before: $before
             after: $after
@@ -248,7 +251,7 @@ macro_rules! blocking_send {
         call! {
             $what;
             mpif: [$($name),+] => $forward;
-            f08: $f08 => $f08_forward;
+            f08: $f08 => [$f08_forward];
             args: (buf, count, dtype, dest, tag, c, ierr);
             before: { send(count, dtype, dest, c) }
             after: {}
@@ -261,7 +264,7 @@ macro_rules! immediate_send {
         call! {
             $what;
             mpif: [$($name),+] => $forward;
-            f08: $f08 => $f08_forward;
+            f08: $f08 => [$f08_forward];
             args: (buf, count, dtype, dest, tag, c, req, ierr);
             before: { send(count, dtype, dest, c) }
             after: {}
@@ -365,7 +368,7 @@ call! {
     "MPI_Send_init";
     mpif: [mpi_send_init, mpi_send_init_, mpi_send_init__, MPI_SEND_INIT]
         => [c"pmpi_send_init_", c"pmpi_send_init", c"pmpi_send_init__", c"PMPI_SEND_INIT"];
-    f08: mpi_send_init_f08_ => c"pmpi_send_init_f08_";
+    f08: mpi_send_init_f08_ => [c"pmpi_send_init_f08_"];
     args: (buf, count, dtype, dest, tag, c, req, ierr);
     before: {}
     after: {
@@ -379,7 +382,7 @@ call! {
     "MPI_Start";
     mpif: [mpi_start, mpi_start_, mpi_start__, MPI_START]
         => [c"pmpi_start_", c"pmpi_start", c"pmpi_start__", c"PMPI_START"];
-    f08: mpi_start_f08_ => c"pmpi_start_f08_";
+    f08: mpi_start_f08_ => [c"pmpi_start_f08_", c"pmpir_start_f08_"];
     args: (req, ierr);
     before: { record_starts(&[request(req)]) }
     after: {}
@@ -389,7 +392,7 @@ call! {
     "MPI_Startall";
     mpif: [mpi_startall, mpi_startall_, mpi_startall__, MPI_STARTALL]
         => [c"pmpi_startall_", c"pmpi_startall", c"pmpi_startall__", c"PMPI_STARTALL"];
-    f08: mpi_startall_f08_ => c"pmpi_startall_f08_";
+    f08: mpi_startall_f08_ => [c"pmpi_startall_f08_", c"pmpir_startall_f08_"];
     args: (count, reqs, ierr);
     before: {
         let n = usize::try_from(int(count)).unwrap_or(0);
@@ -405,7 +408,7 @@ call! {
     "MPI_Request_free";
     mpif: [mpi_request_free, mpi_request_free_, mpi_request_free__, MPI_REQUEST_FREE]
         => [c"pmpi_request_free_", c"pmpi_request_free", c"pmpi_request_free__", c"PMPI_REQUEST_FREE"];
-    f08: mpi_request_free_f08_ => c"pmpi_request_free_f08_";
+    f08: mpi_request_free_f08_ => [c"pmpi_request_free_f08_", c"pmpir_request_free_f08_"];
     args: (req, ierr);
     before: { forget_request(request(req)) }
     after: {}
@@ -415,7 +418,7 @@ call! {
     "MPI_Comm_free";
     mpif: [mpi_comm_free, mpi_comm_free_, mpi_comm_free__, MPI_COMM_FREE]
         => [c"pmpi_comm_free_", c"pmpi_comm_free", c"pmpi_comm_free__", c"PMPI_COMM_FREE"];
-    f08: mpi_comm_free_f08_ => c"pmpi_comm_free_f08_";
+    f08: mpi_comm_free_f08_ => [c"pmpi_comm_free_f08_", c"pmpir_comm_free_f08_"];
     args: (c, ierr);
     before: { forget_translations() }
     after: {}
@@ -425,7 +428,7 @@ call! {
     "MPI_Sendrecv";
     mpif: [mpi_sendrecv, mpi_sendrecv_, mpi_sendrecv__, MPI_SENDRECV]
         => [c"pmpi_sendrecv_", c"pmpi_sendrecv", c"pmpi_sendrecv__", c"PMPI_SENDRECV"];
-    f08: mpi_sendrecv_f08_ => c"pmpi_sendrecv_f08_";
+    f08: mpi_sendrecv_f08_ => [c"pmpi_sendrecv_f08_"];
     args: (sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, c, status, ierr);
     before: { send(scount, stype, dest, c) }
     after: {}
@@ -435,7 +438,7 @@ call! {
     "MPI_Sendrecv_replace";
     mpif: [mpi_sendrecv_replace, mpi_sendrecv_replace_, mpi_sendrecv_replace__, MPI_SENDRECV_REPLACE]
         => [c"pmpi_sendrecv_replace_", c"pmpi_sendrecv_replace", c"pmpi_sendrecv_replace__", c"PMPI_SENDRECV_REPLACE"];
-    f08: mpi_sendrecv_replace_f08_ => c"pmpi_sendrecv_replace_f08_";
+    f08: mpi_sendrecv_replace_f08_ => [c"pmpi_sendrecv_replace_f08_"];
     args: (buf, count, dtype, dest, stag, source, rtag, c, status, ierr);
     before: { send(count, dtype, dest, c) }
     after: {}
@@ -445,7 +448,7 @@ call! {
     "MPI_Bcast";
     mpif: [mpi_bcast, mpi_bcast_, mpi_bcast__, MPI_BCAST]
         => [c"pmpi_bcast_", c"pmpi_bcast", c"pmpi_bcast__", c"PMPI_BCAST"];
-    f08: mpi_bcast_f08_ => c"pmpi_bcast_f08_";
+    f08: mpi_bcast_f08_ => [c"pmpi_bcast_f08_"];
     args: (buf, count, dtype, root, c, ierr);
     before: { from_root(count, dtype, root, c) }
     after: {}
@@ -455,7 +458,7 @@ call! {
     "MPI_Reduce";
     mpif: [mpi_reduce, mpi_reduce_, mpi_reduce__, MPI_REDUCE]
         => [c"pmpi_reduce_", c"pmpi_reduce", c"pmpi_reduce__", c"PMPI_REDUCE"];
-    f08: mpi_reduce_f08_ => c"pmpi_reduce_f08_";
+    f08: mpi_reduce_f08_ => [c"pmpi_reduce_f08_"];
     args: (sbuf, rbuf, count, dtype, op, root, c, ierr);
     before: { towards_root(count, dtype, root, c) }
     after: {}
@@ -465,7 +468,7 @@ call! {
     "MPI_Allreduce";
     mpif: [mpi_allreduce, mpi_allreduce_, mpi_allreduce__, MPI_ALLREDUCE]
         => [c"pmpi_allreduce_", c"pmpi_allreduce", c"pmpi_allreduce__", c"PMPI_ALLREDUCE"];
-    f08: mpi_allreduce_f08_ => c"pmpi_allreduce_f08_";
+    f08: mpi_allreduce_f08_ => [c"pmpi_allreduce_f08_"];
     args: (sbuf, rbuf, count, dtype, op, c, ierr);
     before: { everyone(count, dtype, c) }
     after: {}
@@ -475,7 +478,7 @@ call! {
     "MPI_Gather";
     mpif: [mpi_gather, mpi_gather_, mpi_gather__, MPI_GATHER]
         => [c"pmpi_gather_", c"pmpi_gather", c"pmpi_gather__", c"PMPI_GATHER"];
-    f08: mpi_gather_f08_ => c"pmpi_gather_f08_";
+    f08: mpi_gather_f08_ => [c"pmpi_gather_f08_"];
     args: (sbuf, scount, stype, rbuf, rcount, rtype, root, c, ierr);
     before: { towards_root(scount, stype, root, c) }
     after: {}
@@ -485,7 +488,7 @@ call! {
     "MPI_Gatherv";
     mpif: [mpi_gatherv, mpi_gatherv_, mpi_gatherv__, MPI_GATHERV]
         => [c"pmpi_gatherv_", c"pmpi_gatherv", c"pmpi_gatherv__", c"PMPI_GATHERV"];
-    f08: mpi_gatherv_f08_ => c"pmpi_gatherv_f08_";
+    f08: mpi_gatherv_f08_ => [c"pmpi_gatherv_f08_"];
     args: (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, c, ierr);
     before: { towards_root(scount, stype, root, c) }
     after: {}
@@ -495,7 +498,7 @@ call! {
     "MPI_Scatter";
     mpif: [mpi_scatter, mpi_scatter_, mpi_scatter__, MPI_SCATTER]
         => [c"pmpi_scatter_", c"pmpi_scatter", c"pmpi_scatter__", c"PMPI_SCATTER"];
-    f08: mpi_scatter_f08_ => c"pmpi_scatter_f08_";
+    f08: mpi_scatter_f08_ => [c"pmpi_scatter_f08_"];
     args: (sbuf, scount, stype, rbuf, rcount, rtype, root, c, ierr);
     before: { from_root(scount, stype, root, c) }
     after: {}
@@ -505,7 +508,7 @@ call! {
     "MPI_Scatterv";
     mpif: [mpi_scatterv, mpi_scatterv_, mpi_scatterv__, MPI_SCATTERV]
         => [c"pmpi_scatterv_", c"pmpi_scatterv", c"pmpi_scatterv__", c"PMPI_SCATTERV"];
-    f08: mpi_scatterv_f08_ => c"pmpi_scatterv_f08_";
+    f08: mpi_scatterv_f08_ => [c"pmpi_scatterv_f08_"];
     args: (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, c, ierr);
     before: {
         if active() {
@@ -522,7 +525,7 @@ call! {
     "MPI_Allgather";
     mpif: [mpi_allgather, mpi_allgather_, mpi_allgather__, MPI_ALLGATHER]
         => [c"pmpi_allgather_", c"pmpi_allgather", c"pmpi_allgather__", c"PMPI_ALLGATHER"];
-    f08: mpi_allgather_f08_ => c"pmpi_allgather_f08_";
+    f08: mpi_allgather_f08_ => [c"pmpi_allgather_f08_"];
     args: (sbuf, scount, stype, rbuf, rcount, rtype, c, ierr);
     before: { everyone(scount, stype, c) }
     after: {}
@@ -532,7 +535,7 @@ call! {
     "MPI_Allgatherv";
     mpif: [mpi_allgatherv, mpi_allgatherv_, mpi_allgatherv__, MPI_ALLGATHERV]
         => [c"pmpi_allgatherv_", c"pmpi_allgatherv", c"pmpi_allgatherv__", c"PMPI_ALLGATHERV"];
-    f08: mpi_allgatherv_f08_ => c"pmpi_allgatherv_f08_";
+    f08: mpi_allgatherv_f08_ => [c"pmpi_allgatherv_f08_"];
     args: (sbuf, scount, stype, rbuf, rcounts, displs, rtype, c, ierr);
     before: { everyone(scount, stype, c) }
     after: {}
@@ -542,7 +545,7 @@ call! {
     "MPI_Alltoall";
     mpif: [mpi_alltoall, mpi_alltoall_, mpi_alltoall__, MPI_ALLTOALL]
         => [c"pmpi_alltoall_", c"pmpi_alltoall", c"pmpi_alltoall__", c"PMPI_ALLTOALL"];
-    f08: mpi_alltoall_f08_ => c"pmpi_alltoall_f08_";
+    f08: mpi_alltoall_f08_ => [c"pmpi_alltoall_f08_"];
     args: (sbuf, scount, stype, rbuf, rcount, rtype, c, ierr);
     before: { everyone(scount, stype, c) }
     after: {}
@@ -552,7 +555,7 @@ call! {
     "MPI_Alltoallv";
     mpif: [mpi_alltoallv, mpi_alltoallv_, mpi_alltoallv__, MPI_ALLTOALLV]
         => [c"pmpi_alltoallv_", c"pmpi_alltoallv", c"pmpi_alltoallv__", c"PMPI_ALLTOALLV"];
-    f08: mpi_alltoallv_f08_ => c"pmpi_alltoallv_f08_";
+    f08: mpi_alltoallv_f08_ => [c"pmpi_alltoallv_f08_"];
     args: (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, c, ierr);
     before: {
         if active() {
