@@ -39,22 +39,25 @@ use super::counters::{
 use super::interpose::{is_root, per_rank, to_all_others, to_root};
 
 /// The implementation's Fortran entry a wrapper forwards to: the first of `names`
-/// that the process has, looked up once.
+/// that the process has, else the definition of the wrapper's own name (`own`, NUL
+/// terminated) that rankmig's hides; looked up once.
 struct Next {
     names: &'static [&'static CStr],
+    own: &'static str,
     found: AtomicPtr<c_void>,
 }
 
 impl Next {
-    const fn new(names: &'static [&'static CStr]) -> Self {
+    const fn new(names: &'static [&'static CStr], own: &'static str) -> Self {
         Self {
             names,
+            own,
             found: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
-    /// Its address; aborts when the MPI library has none of the names (a Fortran
-    /// entry called without a Fortran MPI library: cannot happen through the linker).
+    /// Its address; aborts when the MPI library has none (a Fortran entry called
+    /// without a Fortran MPI library: cannot happen through the linker).
     fn get(&self) -> *mut c_void {
         let found = self.found.load(Ordering::Relaxed);
         if !found.is_null() {
@@ -68,6 +71,14 @@ impl Next {
                 self.found.store(address, Ordering::Relaxed);
                 return address;
             }
+        }
+        // An implementation without these profiling names: its own entry of the name,
+        // the next definition after rankmig's (counting is paused while it runs).
+        // SAFETY: `own` ends with NUL (built by the macro).
+        let address = unsafe { libc::dlsym(libc::RTLD_NEXT, self.own.as_ptr().cast()) };
+        if !address.is_null() {
+            self.found.store(address, Ordering::Relaxed);
+            return address;
         }
         eprintln!(
             "rankmig: the MPI library has no Fortran entry {:?}: a Fortran MPI call cannot be forwarded",
@@ -195,7 +206,7 @@ macro_rules! fortran {
         /// Called by a Fortran program with the arguments of the MPI call.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name($($arg: *mut c_void),+) {
-            static NEXT: Next = Next::new(&[$($next),+]);
+            static NEXT: Next = Next::new(&[$($next),+], concat!(stringify!($name), "\0"));
             // SAFETY: the implementation's entry of the same call, with the same
             // arguments (all by reference).
             let next = unsafe {
