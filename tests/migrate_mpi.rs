@@ -765,6 +765,18 @@ fn held_spawn_program(d: &Path) -> PathBuf {
     script
 }
 
+/// A job of `RANKS` ranks on n1, n2 whose edit moving n2's ranks to n3 has started its
+/// spawn, the replacements held by [`held_spawn_program`] until the test writes `go`.
+fn spawning_held_replacements(d: &Path) -> Result<Job, Hung> {
+    let program = held_spawn_program(d);
+    set_availability(d, "n1 4\nn2 4\n");
+    let job = start(d, &[("RANKMIG_SPAWN_PROGRAM", program.to_str().unwrap())]);
+    wait_for("the first availability check", || first_check_done(d))?;
+    set_availability(d, "n1 4\nn3 4\n");
+    wait_for("the spawn", || d.join("spawning").exists())?;
+    Ok(job)
+}
+
 /// Iterations rank 0 has recorded so far.
 fn rank0_iterations(d: &Path) -> usize {
     fs::read_to_string(d.join("run/iterations/rank-0.csv")).map_or(0, |t| t.lines().count())
@@ -785,12 +797,7 @@ fn the_ranks_compute_while_their_replacements_start_and_an_edit_meanwhile_is_act
 fn computes_during_the_spawn() -> Result<(), Hung> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let program = held_spawn_program(d);
-    set_availability(d, "n1 4\nn2 4\n");
-    let job = start(d, &[("RANKMIG_SPAWN_PROGRAM", program.to_str().unwrap())]);
-    wait_for("the first availability check", || first_check_done(d))?;
-    set_availability(d, "n1 4\nn3 4\n");
-    wait_for("the spawn", || d.join("spawning").exists())?;
+    let job = spawning_held_replacements(d)?;
     let at_spawn = rank0_iterations(d);
     set_availability(d, "n3 4\nn4 4\n");
     wait_for("iterations while the replacements start", || {
@@ -856,12 +863,7 @@ fn a_job_that_ends_while_its_replacements_start_dismisses_them() {
 fn ends_during_the_spawn() -> Result<(), Hung> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let program = held_spawn_program(d);
-    set_availability(d, "n1 4\nn2 4\n");
-    let job = start(d, &[("RANKMIG_SPAWN_PROGRAM", program.to_str().unwrap())]);
-    wait_for("the first availability check", || first_check_done(d))?;
-    set_availability(d, "n1 4\nn3 4\n");
-    wait_for("the spawn", || d.join("spawning").exists())?;
+    let job = spawning_held_replacements(d)?;
     fs::write(d.join("stop"), "").expect("stop file");
     wait_for("the migration called off", || {
         records(d).iter().any(|r| r.outcome == "called off")
