@@ -333,10 +333,19 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
         return;
     }
     let _lock = slurm_lock();
+    // MPICH's hydra under Slurm places the replacements of a spawn by its own rule: in
+    // this scenario two of them took each other's host (seen from outside and in their
+    // warnings, 2026-11-26), and `rankmig run` stops a job with a misplaced rank
+    // (docs/limits.md). This test is about the drain and the release: with MPICH the
+    // ranks only warn, as before that check.
+    let misplaced: &[(&str, &str)] = match common::mpi() {
+        rankmig::launcher::MpiImplementation::Mpich => &[("RANKMIG_MISPLACED", "warn")],
+        _ => &[],
+    };
     let job = SlurmJob::start(
         &["-N", "4", "--ntasks-per-node", "3", "--no-kill"],
         &["--rms", "slurm", "--rms-release"],
-        &[],
+        misplaced,
     );
     job.wait_started();
     let processes = std::fs::read_to_string(job.run_dir().join("processes.csv")).expect("csv");
