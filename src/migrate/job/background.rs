@@ -26,6 +26,7 @@ use crate::planner::Plan;
 
 use super::super::protocol::{self, Bridge};
 use super::super::record::PhaseTimes;
+use super::super::settings::ENV_BLOCKING_SPAWN;
 use super::migration::{Held, spawn_order, spawn_program};
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
@@ -43,7 +44,6 @@ pub(super) struct PendingMigration {
     before: ViewBefore,
     started: Instant,
     planned_iteration: u64,
-    processes: usize,
     /// Old rank 0: the helper thread that spawns and makes the bridge.
     helper: Option<JoinHandle<Result<Bridge, String>>>,
     /// The spawn has started (after the checkpoint for a relaunch was committed).
@@ -63,7 +63,7 @@ impl Job {
     /// `RANKMIG_BLOCKING_SPAWN=1`.
     pub(super) fn blocking_spawn_reason(&self) -> Option<String> {
         if self.settings.blocking_spawn {
-            return Some("RANKMIG_BLOCKING_SPAWN=1".into());
+            return Some(format!("{ENV_BLOCKING_SPAWN}=1"));
         }
         let launcher = self.launcher();
         if !launcher.capabilities().background_spawn {
@@ -110,7 +110,6 @@ impl Job {
             before,
             started,
             planned_iteration: self.calls,
-            processes: plan.moves.len(),
             helper: None,
             spawn_started: false,
         });
@@ -171,14 +170,13 @@ impl Job {
             .pending
             .as_ref()
             .is_some_and(|p| p.helper.as_ref().is_some_and(|h| !h.is_finished()));
-        let mut busy = [u8::from(spawning), u8::from(self.ckpt.writing())];
-        let mut anyone = [0u8; 2];
+        let mine = [u8::from(spawning), u8::from(self.ckpt.writing())];
+        let mut busy = [0u8; 2];
         self.comm.all_reduce_into(
-            &busy[..],
-            &mut anyone[..],
+            &mine[..],
+            &mut busy[..],
             mpi::collective::SystemOperation::max(),
         );
-        busy = anyone;
         if busy[1] != 0 {
             return Ok(());
         }
@@ -210,7 +208,7 @@ impl Job {
                 return Ok(());
             }
         };
-        let inter = protocol::join_background_spawn(&self.comm, bridge, pending.processes)?;
+        let inter = protocol::join_background_spawn(&self.comm, bridge, pending.plan.moves.len())?;
         let so_far = Held {
             phases: PhaseTimes {
                 background,
@@ -233,7 +231,7 @@ impl Job {
         };
         self.pacer.relax();
         if let Ok(Some(bridge)) = self.joined_helper(&mut pending) {
-            protocol::dismiss_background_spawn(bridge, pending.processes);
+            protocol::dismiss_background_spawn(bridge, pending.plan.moves.len());
         }
         let PendingMigration {
             plan,
@@ -305,7 +303,7 @@ impl Job {
             )
         });
         if let Ok(Some(bridge)) = self.joined_helper(&mut pending) {
-            protocol::dismiss_background_spawn(bridge, pending.processes);
+            protocol::dismiss_background_spawn(bridge, pending.plan.moves.len());
         }
     }
 }
