@@ -50,38 +50,11 @@ impl Twin {
     }
 }
 
-/// `target/release` (where `librankmig.so` is).
-fn lib_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_rankmig"))
-        .parent()
-        .expect("target/release")
-        .to_path_buf()
-}
-
 /// Builds the shared library, then the twin with the MPI compiler wrapper, as the
 /// README says a user does.
 fn build(twin: Twin) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let built = Command::new(env!("CARGO"))
-        // With an example: the dependency features of this test build (see
-        // tests/thirdparty_c.rs), so nothing is rebuilt under other hashes.
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--lib",
-            "--example",
-            "jacobi",
-        ])
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .status()
-        .expect("cargo build --lib");
-    assert!(
-        built.success(),
-        "cargo build --release --lib --example jacobi failed"
-    );
-    let lib = lib_dir();
+    let lib = common::build_c_library();
     let out_dir = lib.join("c-examples");
     fs::create_dir_all(&out_dir).expect("c-examples dir");
     let mut cmd = match twin {

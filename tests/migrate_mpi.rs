@@ -896,24 +896,7 @@ fn ends_during_the_spawn() -> Result<(), Hung> {
 /// `examples/c/pause_probe.c` built with `mpicc` against the library of this build.
 fn pause_probe(d: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let built = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--lib",
-            "--example",
-            "jacobi",
-        ])
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .status()
-        .expect("cargo build --lib");
-    assert!(built.success(), "cargo build --release --lib failed");
-    let lib = Path::new(env!("CARGO_BIN_EXE_rankmig"))
-        .parent()
-        .expect("target/release")
-        .to_path_buf();
+    let lib = common::build_c_library();
     let program = d.join("pause-probe");
     let out = Command::new("mpicc")
         .args(["-O2", "-Wall", "-I"])

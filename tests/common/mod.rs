@@ -308,3 +308,32 @@ impl StoppingSpawns {
         pids.len() == count && pids.iter().all(|&p| process_state(p) == Some('T'))
     }
 }
+
+/// Builds `librankmig.so` (with the Jacobi example: the dependency features of this
+/// test build, so nothing is rebuilt under other hashes, see tests/thirdparty_c.rs) and
+/// returns the directory it is in (`target/release`), for a C or Fortran program to
+/// link, as the README says a user does.
+pub fn build_c_library() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--lib",
+            "--example",
+            "jacobi",
+        ])
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .status()
+        .expect("cargo build --lib");
+    assert!(
+        built.success(),
+        "cargo build --release --lib --example jacobi failed"
+    );
+    Path::new(env!("CARGO_BIN_EXE_rankmig"))
+        .parent()
+        .expect("target/release")
+        .to_path_buf()
+}
