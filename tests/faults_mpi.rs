@@ -65,20 +65,9 @@ fn count(dir: &Path, outcome: &str) -> usize {
     outcomes(dir).iter().filter(|o| *o == outcome).count()
 }
 
-/// (rank, pid, node, event) of every line of processes.csv.
+/// (rank, pid, node, event) of every line of the run directory `dir/run`'s processes.csv.
 fn processes(dir: &Path) -> Vec<(usize, u32, String, String)> {
-    let text = fs::read_to_string(dir.join("run/processes.csv")).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            Some((
-                f.first()?.parse().ok()?,
-                f.get(1)?.parse().ok()?,
-                f.get(2)?.to_string(),
-                f.get(4)?.to_string(),
-            ))
-        })
-        .collect()
+    common::processes_csv(&dir.join("run"))
 }
 
 /// Launches whose rank 0 has started.

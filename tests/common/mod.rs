@@ -337,3 +337,20 @@ pub fn build_c_library() -> PathBuf {
         .expect("target/release")
         .to_path_buf()
 }
+
+/// (rank, pid, node, event) of every line of `run_dir/processes.csv` (lines it cannot
+/// read are left out; none when the file is not there yet).
+pub fn processes_csv(run_dir: &Path) -> Vec<(usize, u32, String, String)> {
+    let text = std::fs::read_to_string(run_dir.join("processes.csv")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            Some((
+                f.first()?.parse().ok()?,
+                f.get(1)?.parse().ok()?,
+                f.get(2)?.to_string(),
+                f.get(4)?.to_string(),
+            ))
+        })
+        .collect()
+}
