@@ -8,7 +8,8 @@
 # the median iteration before and after the migration, rankmig's record of it, and
 # whether the checksum equals the plain run's.
 #
-# Usage: scripts/pause_probe.sh [STATE_MB] (default 8). Environment: PROGRAM (probe,
+# Usage: scripts/pause_probe.sh [STATE_MB] (default 8). Environment: KEEP=1 keeps the work
+# directory (its live.err holds the TIMELINE lines with RANKMIG_TIMELINE=1), PROGRAM (probe,
 # the default, or jacobi: examples/jacobi.rs on a grid of about STATE_MB per rank, with
 # its --times), IMPL (openmpi4,
 # the default, or mpich: the PyPI MPICH of scripts/setup.sh, built in target/mpich),
@@ -32,7 +33,7 @@ esac
 cargo build --release --quiet --lib --bin rankmig --example jacobi
 lib=$target/release
 work=$(mktemp -d)
-trap 'touch "$work/stop" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'touch "$work/stop" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"; echo "work: $work"' EXIT
 case ${PROGRAM:-probe} in
   probe)
     probe=$work/pause-probe

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <unistd.h>
 
@@ -101,8 +102,12 @@ int main(int argc, char **argv) {
     if (state == NULL) {
         MPI_Abort(comm, 1);
     }
-    for (size_t i = 0; i < n; i++) {
-        state[i] = (double)((rank * 7919 + i) % 1000) * 1e-3;
+    /* A process that resumes (it replaces a rank that moved, or restarts) gets its state
+       from rankmig_register below: the initial values are not computed again. */
+    if (!rankmig_resumed()) {
+        for (size_t i = 0; i < n; i++) {
+            state[i] = (double)((rank * 7919 + i) % 1000) * 1e-3;
+        }
     }
     uint64_t iter = 0;
     double total = 0.0;
@@ -119,6 +124,8 @@ int main(int argc, char **argv) {
     uint64_t first = iter, count = 0;
     double ring_out[RING_DOUBLES], ring_in[RING_DOUBLES];
     int stop = 0;
+    const char *timeline_env = getenv("RANKMIG_TIMELINE");
+    int timeline = timeline_env != NULL && strcmp(timeline_env, "0") != 0;
     while (iter < o.iters && !stop) {
         double t0 = MPI_Wtime();
         comm = rankmig_comm();
@@ -144,6 +151,14 @@ int main(int argc, char **argv) {
         }
         if (rankmig_checkpoint() < 0) {
             fprintf(stderr, "pause-probe: rank %d: %s\n", rank, rankmig_last_error());
+        }
+        if (timeline && MPI_Wtime() - t0 > 0.015) {
+            /* Long iterations on rankmig's timeline (RANKMIG_TIMELINE=1). */
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            fprintf(stderr, "TIMELINE %ld.%06ld %d iteration %" PRIu64 " took %.1f ms (rank %d)\n",
+                    (long)now.tv_sec, now.tv_nsec / 1000, (int)getpid(), iter,
+                    (MPI_Wtime() - t0) * 1e3, rank);
         }
         if (count < capacity) {
             times[count++] = MPI_Wtime() - t0;

@@ -206,9 +206,15 @@ pub unsafe extern "C" fn rankmig_init(comm: *mut MPI_Comm) -> c_int {
             .with_env()
             .map_err(CallError::runtime)?;
         let mut job = Job::init_on_world(config).map_err(CallError::runtime)?;
-        let saved = job
-            .restore_or(SavedRegions::default)
-            .map_err(CallError::runtime)?;
+        let saved = match job.take_arrived_state() {
+            // Arrived by a migration: the regions stay in the state message until
+            // registered (one copy, into the program's memory).
+            Some((message, offset)) => SavedRegions::in_message(message, offset)
+                .map_err(|e| CallError::runtime(format!("cannot read the state received: {e}")))?,
+            None => job
+                .restore_or(SavedRegions::default)
+                .map_err(CallError::runtime)?,
+        };
         if !comm.is_null() {
             // SAFETY: by the caller.
             unsafe { *comm = job.comm().as_raw() };

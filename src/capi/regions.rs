@@ -2,6 +2,7 @@
 //! over as they are.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
@@ -62,15 +63,57 @@ unsafe fn region_bytes(region: &Region) -> &[u8] {
 /// waiting for the program to register where they go.
 #[derive(Debug, Default, Deserialize)]
 #[serde(from = "Vec<(String, serde_bytes::ByteBuf)>")]
-pub struct SavedRegions(HashMap<String, Vec<u8>>);
+pub struct SavedRegions {
+    /// Where each region's bytes are.
+    regions: HashMap<String, Saved>,
+    /// The state message the [`Saved::InMessage`] ranges point into.
+    message: Vec<u8>,
+}
+
+/// Where the saved bytes of one region are.
+#[derive(Debug)]
+enum Saved {
+    /// A copy of their own (read from a checkpoint).
+    Own(Vec<u8>),
+    /// A range of the state message they arrived in (not copied out of it).
+    InMessage(Range<usize>),
+}
 
 impl From<Vec<(String, serde_bytes::ByteBuf)>> for SavedRegions {
     fn from(list: Vec<(String, serde_bytes::ByteBuf)>) -> Self {
-        Self(
-            list.into_iter()
-                .map(|(name, bytes)| (name, bytes.into_vec()))
+        Self {
+            regions: list
+                .into_iter()
+                .map(|(name, bytes)| (name, Saved::Own(bytes.into_vec())))
                 .collect(),
-        )
+            message: Vec::new(),
+        }
+    }
+}
+
+impl SavedRegions {
+    /// The regions of a state message whose serialised [`Regions`] start at `offset`,
+    /// left where they are: each region is copied once, from the message into the
+    /// program's memory, when it is registered.
+    pub fn in_message(message: Vec<u8>, offset: usize) -> Result<Self, bincode::Error> {
+        let body = message.get(offset..).unwrap_or_default();
+        let list: Vec<(String, &[u8])> = bincode::deserialize(body)?;
+        let start = message.as_ptr() as usize;
+        let regions = list
+            .into_iter()
+            .map(|(name, bytes)| {
+                let from = bytes.as_ptr() as usize - start;
+                (name, Saved::InMessage(from..from + bytes.len()))
+            })
+            .collect();
+        Ok(Self { regions, message })
+    }
+
+    fn bytes_of<'a>(&'a self, saved: &'a Saved) -> &'a [u8] {
+        match saved {
+            Saved::Own(bytes) => bytes,
+            Saved::InMessage(range) => self.message.get(range.clone()).unwrap_or_default(),
+        }
     }
 }
 
@@ -90,7 +133,7 @@ impl SavedRegions {
     /// True when nothing was saved (a fresh start).
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.regions.is_empty()
     }
 
     /// Copies the saved bytes of `region` into it, once: `Ok(true)` when copied,
@@ -100,9 +143,10 @@ impl SavedRegions {
     /// # Safety
     /// `region.data` is valid for writes of `region.bytes` bytes.
     pub unsafe fn copy_into(&mut self, region: &Region) -> Result<bool, SizeMismatch> {
-        let Some(saved) = self.0.get(&region.name) else {
+        let Some(where_) = self.regions.get(&region.name) else {
             return Ok(false);
         };
+        let saved = self.bytes_of(where_);
         if saved.len() != region.bytes {
             return Err(SizeMismatch {
                 name: region.name.clone(),
@@ -114,7 +158,11 @@ impl SavedRegions {
             // SAFETY: by the caller; the lengths are equal.
             unsafe { std::ptr::copy_nonoverlapping(saved.as_ptr(), region.data, saved.len()) };
         }
-        self.0.remove(&region.name);
+        self.regions.remove(&region.name);
+        if self.regions.values().all(|s| matches!(s, Saved::Own(_))) {
+            // Every region of the message is in place: its memory goes back.
+            self.message = Vec::new();
+        }
         Ok(true)
     }
 }
@@ -166,5 +214,40 @@ mod tests {
         assert_eq!(grid2, grid);
         assert_eq!(iter2, 42);
         assert!(saved.is_empty());
+    }
+
+    #[test]
+    fn regions_in_a_state_message_are_copied_once_into_the_registered_memory() {
+        let mut grid = [1.5f64, 2.5];
+        let mut regions = Regions::default();
+        regions.register(Region {
+            name: "grid".into(),
+            data: grid.as_mut_ptr().cast(),
+            bytes: 16,
+        });
+        // Counters go before the regions in a state message.
+        let mut message = vec![7u8; 3];
+        bincode::serialize_into(&mut message, &regions).unwrap();
+        let mut saved = SavedRegions::in_message(message, 3).unwrap();
+        let mut back = [0f64; 2];
+        let target = Region {
+            name: "grid".into(),
+            data: back.as_mut_ptr().cast(),
+            bytes: 16,
+        };
+        let wrong = Region {
+            name: "grid".into(),
+            data: back.as_mut_ptr().cast(),
+            bytes: 8,
+        };
+        assert!(unsafe { saved.copy_into(&wrong) }.is_err());
+        assert_eq!(unsafe { saved.copy_into(&target) }, Ok(true));
+        assert_eq!(back, grid);
+        assert!(saved.is_empty());
+        assert!(
+            saved.message.is_empty(),
+            "the message is freed once every region is in place"
+        );
+        assert_eq!(unsafe { saved.copy_into(&target) }, Ok(false));
     }
 }

@@ -397,6 +397,33 @@ impl<C: Collective> CheckpointContext<C> {
         self.pending.is_some() && self.outcome.is_none()
     }
 
+    /// Starts making the buffer the next save is copied into ready for `state` on a
+    /// thread of its own (its memory mapped, page by page), so that the save that
+    /// follows, once [`CheckpointContext::warming`] is false, copies at memory speed.
+    /// Not collective.
+    pub fn warm_buffer_for<T: Serialize>(&mut self, state: &T) {
+        if let Ok(bytes) = bincode::serialized_size(state) {
+            let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+            self.writer.warm(HEADER_LEN.saturating_add(bytes));
+        }
+    }
+
+    /// Whether the buffer asked for with [`CheckpointContext::warm_buffer_for`] is
+    /// still being made ready (not collective).
+    pub fn warming(&self) -> bool {
+        self.writer.warming()
+    }
+
+    /// Takes the save buffer, for a copy of the state that is not a checkpoint (the
+    /// state message of a rank that moves): the last save's, whose memory is mapped
+    /// already; empty when a write has it or no save was made. The next save makes
+    /// its own.
+    pub fn take_buffer(&mut self) -> Vec<u8> {
+        let mut buf = self.writer.take_buffer();
+        buf.clear();
+        buf
+    }
+
     /// True when a save is written (or being written) but its epoch not yet committed.
     pub fn uncommitted(&self) -> bool {
         self.pending.is_some()

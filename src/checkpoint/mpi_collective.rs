@@ -40,6 +40,12 @@ impl MpiCollective {
         self.comm = comm.duplicate();
     }
 
+    /// Replaces the communicator with `duplicate`, a duplicate of the new job
+    /// communicator made by the caller (e.g. without spinning while it waits).
+    pub fn set_duplicate(&mut self, duplicate: SimpleCommunicator) {
+        self.comm = duplicate;
+    }
+
     /// The (duplicated) communicator in use.
     pub fn communicator(&self) -> &SimpleCommunicator {
         &self.comm

@@ -24,6 +24,7 @@ pub mod protocol;
 pub mod record;
 pub mod settings;
 pub mod spawn_watch;
+pub mod timeline;
 
 #[cfg(feature = "mpi")]
 pub use job::Job;

@@ -12,9 +12,12 @@ use std::os::raw::{c_char, c_int};
 use std::time::Instant;
 
 use mpi::ffi;
+use mpi::point_to_point::Status;
 use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Color, InterCommunicator, MergeOrder, SimpleCommunicator};
-use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
+use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Equivalence, Source};
+
+use crate::checkpoint::writer::prefaulted;
 
 use super::MigrateError;
 use super::record::PhaseTimes;
@@ -26,6 +29,9 @@ const TAG_STATE: i32 = 0x5a53;
 /// Tag of old rank 0's word to the new processes of a background spawn, over the
 /// bridge ([`BridgeWord`]).
 const TAG_BRIDGE: i32 = 0x5a42;
+/// Tag of old rank 0's word to a new process of a background spawn giving the size of
+/// the state it will receive, over the bridge.
+const TAG_STATE_SIZE: i32 = 0x5a5a;
 /// Tag of the `MPI_Intercomm_create` that joins the old ranks and the new processes of
 /// a background spawn.
 const TAG_JOIN: i32 = 0x5a4a;
@@ -36,6 +42,9 @@ const BRIDGE_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 /// looks: the ranks that send the state meanwhile get the CPUs of an oversubscribed
 /// node instead of sharing them with processes spinning in MPI's progress loop.
 const EXCHANGE_POLL: std::time::Duration = std::time::Duration::from_micros(100);
+/// Bytes added to the announced state size of a background spawn's buffer, for the
+/// counters that go first in the state message.
+const STATE_SLACK: usize = 1 << 20;
 
 /// Old rank 0's word to each new process of a background spawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,11 +271,14 @@ impl Bridge {
 /// duplicate of `MPI_COMM_SELF` (so it shares no communicator with the application's
 /// main thread, whose collectives go on meanwhile) and merges with the new processes
 /// into the [`Bridge`]; `spawned` is called once the spawn call has returned, before
-/// the merge. Needs `MPI_THREAD_MULTIPLE`.
+/// the merge. New process `j` is then told `state_sizes[j]`, the size of the state it
+/// will receive, and makes a buffer that size ready; the bridge is returned once each
+/// has said it is ready. Needs `MPI_THREAD_MULTIPLE`.
 pub fn spawn_bridge(
     program: &str,
     args: &[String],
     groups: &[SpawnGroup],
+    state_sizes: &[u64],
     spawned: impl FnOnce(),
 ) -> Result<Bridge, MigrateError> {
     let own = SimpleCommunicator::self_comm().duplicate();
@@ -274,7 +286,21 @@ pub fn spawn_bridge(
     spawned();
     let inter = inter?;
     let merged = inter.merge(MergeOrder::Low);
+    crate::migrate::timeline::step("rank 0: bridge merged");
     free_intercomm(inter);
+    for (j, size) in state_sizes.iter().enumerate() {
+        merged
+            .process_at_rank(j as i32 + 1)
+            .send_with_tag(size, TAG_STATE_SIZE);
+    }
+    // Complete once every new process has its buffer ready (it answers then): the
+    // ranks are held only after that.
+    for j in 1..=state_sizes.len() {
+        wait_for_message(&merged, j as i32, TAG_STATE_SIZE);
+        let _ready = merged
+            .process_at_rank(j as i32)
+            .receive_with_tag::<u8>(TAG_STATE_SIZE);
+    }
     let raw = merged.as_raw();
     std::mem::forget(merged);
     Ok(Bridge(raw))
@@ -351,6 +377,11 @@ pub fn free_intercomm(inter: InterCommunicator) {
 /// ranks in ascending order; `assignments[j]` is the message for new process j (only
 /// rank 0's copy is used); `state` is this rank's serialised state (sent only by
 /// leavers).
+///
+/// The new communicator is made first (merge, then a split in which the leavers do not
+/// take part): a rank that stays goes back to the application at once, while each
+/// leaving rank hands its state to its replacement and leaves; the application waits
+/// for the arrivals only where it talks to them.
 pub fn old_ranks_exchange(
     comm: &SimpleCommunicator,
     inter: InterCommunicator,
@@ -361,10 +392,18 @@ pub fn old_ranks_exchange(
     started: Instant,
 ) -> OldRankOutcome {
     let merged = inter.merge(MergeOrder::Low);
+    crate::migrate::timeline::step("old: merged with the new processes");
     times.spawn = started.elapsed().as_secs_f64();
-    let transfer_start = Instant::now();
+    let rebuild_start = Instant::now();
     let rank = comm.rank() as usize;
     let n = comm.size() as usize;
+    let my_slot = leavers.iter().position(|&r| r == rank);
+    let color = if my_slot.is_some() {
+        Color::undefined()
+    } else {
+        Color::with_value(0)
+    };
+    // The assignments name the rank each new process takes, its key in the split.
     if rank == 0 {
         for (j, message) in assignments.iter().enumerate() {
             merged
@@ -372,24 +411,19 @@ pub fn old_ranks_exchange(
                 .send_with_tag(&message[..], TAG_ASSIGNMENT);
         }
     }
-    let my_slot = leavers.iter().position(|&r| r == rank);
+    let new_comm = merged.split_by_color_with_key(color, rank as i32);
+    crate::migrate::timeline::step("old: new communicator made");
+    times.rebuild = rebuild_start.elapsed().as_secs_f64();
+    let transfer_start = Instant::now();
     if let Some(j) = my_slot {
         merged
             .process_at_rank((n + j) as i32)
             .send_with_tag(state, TAG_STATE);
     }
+    crate::migrate::timeline::step("old: assignments and state sent");
     times.transfer = transfer_start.elapsed().as_secs_f64();
-    let rebuild_start = Instant::now();
-    wait_for_everyone(&merged);
-    let color = if my_slot.is_some() {
-        Color::undefined()
-    } else {
-        Color::with_value(0)
-    };
-    let new_comm = merged.split_by_color_with_key(color, rank as i32);
     drop(merged);
     free_intercomm(inter);
-    times.rebuild = rebuild_start.elapsed().as_secs_f64();
     match new_comm {
         Some(c) => OldRankOutcome::Stay(c),
         None => OldRankOutcome::Leave,
@@ -417,25 +451,47 @@ pub fn new_process_exchange(
     replaced_rank_of: impl FnOnce(&[u8]) -> Result<usize, MigrateError>,
 ) -> Result<Arrival, MigrateError> {
     let mut merged = parent.merge(MergeOrder::High);
+    crate::migrate::timeline::step("new: bridge merged");
     free_intercomm(parent);
-    if wait_for_rank_zero(&merged) == TAG_BRIDGE {
-        merged = join_old_ranks(merged)?;
+    let mut buffer = Vec::new();
+    loop {
+        match wait_for_rank_zero(&merged) {
+            TAG_STATE_SIZE => {
+                let (size, _) = merged
+                    .process_at_rank(0)
+                    .receive_with_tag::<u64>(TAG_STATE_SIZE);
+                // The counters go first; a state may also grow a little meanwhile.
+                let size = usize::try_from(size).unwrap_or(0);
+                buffer = prefaulted(size.saturating_add(size / 16 + STATE_SLACK));
+                crate::migrate::timeline::step("new: state buffer ready");
+                merged
+                    .process_at_rank(0)
+                    .send_with_tag(&1u8, TAG_STATE_SIZE);
+            }
+            TAG_BRIDGE => {
+                crate::migrate::timeline::step("new: told to join");
+                merged = join_old_ranks(merged)?;
+                crate::migrate::timeline::step("new: joined the old ranks");
+                break;
+            }
+            _ => break,
+        }
     }
     wait_for_message(&merged, 0, TAG_ASSIGNMENT);
     let (assignment, _) = merged
         .process_at_rank(0)
         .receive_vec_with_tag::<u8>(TAG_ASSIGNMENT);
     let rank = replaced_rank_of(&assignment)?;
-    wait_for_message(&merged, rank as i32, TAG_STATE);
-    let (state, _) = merged
-        .process_at_rank(rank as i32)
-        .receive_vec_with_tag::<u8>(TAG_STATE);
-    wait_for_everyone(&merged);
+    // Keyed by the rank replaced, as the old ranks are by theirs; the state follows.
     let comm = merged
         .split_by_color_with_key(Color::with_value(0), rank as i32)
         .ok_or(MigrateError::Protocol(
             "the new communicator excludes a new process",
         ))?;
+    crate::migrate::timeline::step("new: new communicator made");
+    let announced = wait_for_message(&merged, rank as i32, TAG_STATE);
+    let state = receive_into(&merged, rank as i32, TAG_STATE, &announced, buffer);
+    crate::migrate::timeline::step("new: state received");
     drop(merged);
     if comm.rank() as usize != rank {
         return Err(MigrateError::Protocol(
@@ -494,25 +550,52 @@ fn join_old_ranks(bridge: SimpleCommunicator) -> Result<SimpleCommunicator, Migr
     Ok(merged)
 }
 
-/// Returns once a message from `source` with `tag` is there to receive, looking every
-/// [`EXCHANGE_POLL`] instead of spinning in a blocking receive.
-fn wait_for_message(comm: &SimpleCommunicator, source: i32, tag: i32) {
+/// Returns once a message from `source` with `tag` is there to receive (its status),
+/// looking every [`EXCHANGE_POLL`] instead of spinning in a blocking receive.
+fn wait_for_message(comm: &SimpleCommunicator, source: i32, tag: i32) -> Status {
     let process = comm.process_at_rank(source);
-    while process.immediate_probe_with_tag(tag).is_none() {
+    loop {
+        if let Some(status) = process.immediate_probe_with_tag(tag) {
+            return status;
+        }
         std::thread::sleep(EXCHANGE_POLL);
     }
 }
 
-/// A barrier over `comm` that waits sleeping between looks ([`EXCHANGE_POLL`]), so
-/// that the processes still sending get the CPUs; the collective that follows it then
-/// runs with everyone there.
-fn wait_for_everyone(comm: &SimpleCommunicator) {
-    let mut request = comm.immediate_barrier();
+/// Receives the byte message `announced` (probed) from `source` into `buffer`, whose
+/// memory is used when it is large enough (a buffer made ready beforehand, see
+/// [`prefaulted`]).
+fn receive_into(
+    comm: &SimpleCommunicator,
+    source: i32,
+    tag: i32,
+    announced: &Status,
+    mut buffer: Vec<u8>,
+) -> Vec<u8> {
+    let count = usize::try_from(announced.count(u8::equivalent_datatype())).unwrap_or(0);
+    buffer.resize(count, 0);
+    comm.process_at_rank(source)
+        .receive_into_with_tag(&mut buffer[..], tag);
+    buffer
+}
+
+/// A duplicate of `comm` (collective over it), waited for sleeping [`EXCHANGE_POLL`]
+/// between looks (`MPI_Comm_idup`): the ranks that stay after a migration wait so
+/// for the arrivals, which are still receiving their state, without taking their CPU.
+pub fn duplicate_without_spinning(comm: &SimpleCommunicator) -> SimpleCommunicator {
+    // SAFETY: reading predefined handles.
+    let (mut dup, mut request) = unsafe { (ffi::RSMPI_COMM_NULL, ffi::RSMPI_REQUEST_NULL) };
+    // SAFETY: a valid communicator; both out-parameters are valid.
+    unsafe { ffi::MPI_Comm_idup(comm.as_raw(), &mut dup, &mut request) };
     loop {
-        match request.test() {
-            Ok(_) => return,
-            Err(pending) => request = pending,
+        let mut done: c_int = 0;
+        // SAFETY: the request of the MPI_Comm_idup above, tested until it completes.
+        unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+        if done != 0 {
+            break;
         }
         std::thread::sleep(EXCHANGE_POLL);
     }
+    // SAFETY: the completed MPI_Comm_idup made a valid intracommunicator.
+    unsafe { SimpleCommunicator::from_raw(dup) }
 }

@@ -48,6 +48,11 @@ pub(super) struct PendingMigration {
     helper: Option<JoinHandle<Result<Bridge, String>>>,
     /// The spawn has started (after the checkpoint for a relaunch was committed).
     spawn_started: bool,
+    /// The checkpoint for a relaunch has been saved (or none is needed).
+    saved: bool,
+    /// Old rank 0: the size of each moving rank's state message, in spawn order, so
+    /// that each new process can make a buffer ready for it while it waits.
+    state_sizes: Vec<u64>,
 }
 
 /// Whether a background spawn is complete, as old rank 0 tells the others.
@@ -97,11 +102,11 @@ impl Job {
         let started = Instant::now();
         let watched = self.settings.spawns_watched();
         if watched {
-            if let Err(e) = self.ckpt.save_now(state) {
-                self.refuse_without_checkpoint(&e.into(), plan, scheduling, change, before);
-                return Ok(());
-            }
+            // Saved at the first check where every rank's buffer is ready: copying
+            // into fresh memory would hold this iteration for its page faults.
+            self.ckpt.warm_buffer_for(state);
         }
+        let state_sizes = self.state_sizes_in_spawn_order(state, plan);
         self.pacer.hurry(self.calls, PENDING_CHECK_INTERVAL);
         self.pending = Some(PendingMigration {
             plan: plan.clone(),
@@ -112,6 +117,8 @@ impl Job {
             planned_iteration: self.calls,
             helper: None,
             spawn_started: false,
+            saved: !watched,
+            state_sizes,
         });
         if !watched {
             self.start_background_spawn()?;
@@ -129,6 +136,7 @@ impl Job {
         };
         let helper = if self.is_root() {
             let moves = spawn_order(&pending.plan);
+            let state_sizes = pending.state_sizes.clone();
             self.mark_spawn_begun(moves.len());
             let program = spawn_program(&self.settings)?;
             let args: Vec<String> = std::env::args().skip(1).collect();
@@ -139,12 +147,14 @@ impl Job {
                     .name("rankmig-spawn".into())
                     .spawn(move || {
                         let _not_counted = crate::monitor::Paused::new();
+                        crate::migrate::timeline::step("rank 0: background spawn begins");
                         let spawned = || {
+                            crate::migrate::timeline::step("rank 0: spawn returned");
                             if let Some(dir) = marker {
                                 crate::migrate::spawn_watch::end(&dir);
                             }
                         };
-                        protocol::spawn_bridge(&program, &args, &groups, spawned)
+                        protocol::spawn_bridge(&program, &args, &groups, &state_sizes, spawned)
                             .map_err(|e| e.to_string())
                     })?,
             )
@@ -170,15 +180,22 @@ impl Job {
             .pending
             .as_ref()
             .is_some_and(|p| p.helper.as_ref().is_some_and(|h| !h.is_finished()));
-        let mine = [u8::from(spawning), u8::from(self.ckpt.writing())];
-        let mut busy = [0u8; 2];
+        let mine = [
+            u8::from(spawning),
+            u8::from(self.ckpt.writing()),
+            u8::from(self.ckpt.warming()),
+        ];
+        let mut busy = [0u8; 3];
         self.comm.all_reduce_into(
             &mine[..],
             &mut busy[..],
             mpi::collective::SystemOperation::max(),
         );
-        if busy[1] != 0 {
+        if busy[1] != 0 || busy[2] != 0 {
             return Ok(());
+        }
+        if !self.pending.as_ref().is_some_and(|p| p.saved) {
+            return self.save_for_relaunch(state);
         }
         if self.ckpt.uncommitted() {
             // Every rank has written its checkpoint: committed now, whatever the
@@ -199,6 +216,7 @@ impl Job {
             return Ok(());
         };
         self.pacer.relax();
+        crate::migrate::timeline::step("old: held for the migration");
         let held = Instant::now();
         let background = pending.started.elapsed().as_secs_f64();
         let bridge = match self.joined_helper(&mut pending) {
@@ -209,6 +227,7 @@ impl Job {
             }
         };
         let inter = protocol::join_background_spawn(&self.comm, bridge, pending.plan.moves.len())?;
+        crate::migrate::timeline::step("old: joined the new processes");
         let so_far = Held {
             phases: PhaseTimes {
                 background,
@@ -219,6 +238,39 @@ impl Job {
             planned_iteration: Some(pending.planned_iteration),
         };
         self.complete_migration(state, &pending.plan, &pending.change, inter, so_far)
+    }
+
+    /// Every rank's buffer being ready: saves the checkpoint a relaunch would start
+    /// from (written by the checkpoint writer while the ranks compute). Collective.
+    fn save_for_relaunch<T: Serialize>(&mut self, state: &T) -> Result<(), MigrateError> {
+        match self.ckpt.save_now(state) {
+            Ok(()) => {
+                if let Some(pending) = self.pending.as_mut() {
+                    pending.saved = true;
+                }
+            }
+            Err(e) => self.give_up_without_checkpoint(e.into()),
+        }
+        Ok(())
+    }
+
+    /// Rank 0 learns the size of each moving rank's state (empty elsewhere), in the
+    /// order the new processes are spawned: each new process makes a buffer of that
+    /// size ready while it waits. Collective.
+    fn state_sizes_in_spawn_order<T: Serialize>(&self, state: &T, plan: &Plan) -> Vec<u64> {
+        // The counters that go first in the message are small beside any real state.
+        let mine = bincode::serialized_size(state).unwrap_or(0);
+        let root = self.comm.process_at_rank(0);
+        if !self.is_root() {
+            root.gather_into(&mine);
+            return Vec::new();
+        }
+        let mut sizes = vec![0u64; self.comm.size() as usize];
+        root.gather_into_root(&mine, &mut sizes[..]);
+        spawn_order(plan)
+            .iter()
+            .map(|m| sizes.get(m.rank).copied().unwrap_or(0))
+            .collect()
     }
 
     /// The checkpoint written for a relaunch could not be committed (`e`, e.g. a full

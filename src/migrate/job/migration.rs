@@ -213,8 +213,13 @@ impl Job {
         let leaving = leavers.contains(&rank);
         let state_bytes = if leaving {
             // The replaced rank's counters, then its state: one pass, one copy.
+            // Into the checkpoint buffer, whose memory a save has mapped already.
             let row = monitor::snapshot().map(|(total, _)| total);
-            bincode::serialize(&(row, state)).map_err(|e| MigrateError::State(e.to_string()))?
+            let mut bytes = self.ckpt.take_buffer();
+            bincode::serialize_into(&mut bytes, &(row, state))
+                .map_err(|e| MigrateError::State(e.to_string()))?;
+            crate::migrate::timeline::step("old: state serialised");
+            bytes
         } else {
             Vec::new()
         };
@@ -241,6 +246,7 @@ impl Job {
             &mut phases,
             exchange_start,
         );
+        crate::migrate::timeline::step("old: exchange done");
         phases.spawn += spawned_before;
         phases.pause = held.elapsed().as_secs_f64();
         self.charge(0.0, phases.pause);
@@ -271,9 +277,11 @@ impl Job {
                 self.comm = comm;
                 self.comm_changes += 1;
                 self.comm_changed = true;
-                self.ckpt.collective_mut().set_communicator(&self.comm);
+                let duplicate = protocol::duplicate_without_spinning(&self.comm);
+                self.ckpt.collective_mut().set_duplicate(duplicate);
                 monitor::set_job_communicator(&self.comm, None);
                 monitor::mark_reconfiguration();
+                crate::migrate::timeline::step("old: back to the application");
                 Ok(())
             }
         }

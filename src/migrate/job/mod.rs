@@ -233,6 +233,7 @@ impl Job {
         };
         let a: Assignment = serde_json::from_slice(&arrival.assignment)?;
         let coll = MpiCollective::new(&arrival.comm);
+        crate::migrate::timeline::step("new: checkpoint communicator made");
         let ckpt = CheckpointContext::adopt(a.checkpoint.config(), coll, &a.handover)?;
         // The state message carries the replaced rank's counters, then its state, read
         // from there by restore_or (not copied out).
@@ -282,6 +283,7 @@ impl Job {
         job.warn_if_not_on_planned_host();
         job.bind();
         job.note_process("arrived");
+        crate::migrate::timeline::step("new: ready");
         Ok(job)
     }
 
@@ -356,6 +358,15 @@ impl Job {
         self.calls = self.ckpt.calls();
         self.pacer = CheckPacer::starting_at(self.settings.check_spacing, self.calls);
         Ok(state)
+    }
+
+    /// In a process that arrived by a migration, before [`Job::restore_or`]: the state
+    /// message and the offset where the serialised state starts, for a caller that
+    /// reads the state in place instead of deserialising a copy (the C interface's
+    /// regions). `None` elsewhere, or once taken.
+    #[doc(hidden)]
+    pub fn take_arrived_state(&mut self) -> Option<(Vec<u8>, usize)> {
+        self.arrived_state.take()
     }
 
     /// Counts a `checkpoint!` call; true when [`Job::event`] must run. Used by the macro.

@@ -48,6 +48,7 @@ impl Job {
             }
             WatchOutcome::Changed { availability } => availability,
         };
+        crate::migrate::timeline::step("availability change seen");
         let placement = monitor::gather_placement(&self.comm, &self.location);
         let generations = self.note_generations(&placement);
         let live = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
@@ -76,6 +77,7 @@ impl Job {
             }
         };
         let scheduling = t0.elapsed().as_secs_f64();
+        crate::migrate::timeline::step("plan made");
         let change = self.view.as_ref().map_or_else(
             || "initial".to_owned(),
             |old| old.diff(&availability).to_string(),
