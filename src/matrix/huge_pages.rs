@@ -226,8 +226,8 @@ mod tests {
         assert!(v.capacity() < 1_200_000, "{}", v.capacity());
         assert_eq!(v.len(), 1_000_002);
         assert_eq!(
-            v[2..].iter().copied().sum::<u32>() as u64,
-            (0..1_000_000u64).sum::<u64>() as u32 as u64
+            v[2..].iter().map(|&x| u64::from(x)).sum::<u64>(),
+            (0..1_000_000u64).sum::<u64>()
         );
     }
 
