@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rankmig::availability::{Availability, AvailabilityFormat};
@@ -289,5 +289,8 @@ fn large_inputs(c: &mut Criterion) {
     cli(c, &inputs);
 }
 
-criterion_group!(benches, large_inputs);
-criterion_main!(benches);
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    large_inputs(&mut criterion);
+    criterion.final_summary();
+}

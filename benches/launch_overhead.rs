@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, SamplingMode};
 
 /// Ranks of every run.
 const RANKS: usize = 2;
@@ -267,5 +267,8 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-criterion_group!(benches, launch_overhead);
-criterion_main!(benches);
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    launch_overhead(&mut criterion);
+    criterion.final_summary();
+}

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion};
 use rankmig::availability::{Availability, AvailabilityFormat};
 use rankmig::matrix::{CommMatrix, MatrixFormat};
 use rankmig::planner::{Location, Placement, PlanOptions, Step2, plan};
@@ -137,5 +137,10 @@ fn huge_node(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, scenario, large, huge_node);
-criterion_main!(benches);
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    scenario(&mut criterion);
+    large(&mut criterion);
+    huge_node(&mut criterion);
+    criterion.final_summary();
+}

@@ -180,6 +180,8 @@ fn halo(world: &SimpleCommunicator) {
 }
 
 /// A persistent send of 40 bytes to r+2, started 5 times, matched by plain receives.
+// TODO(house): the `unsafe { ffi::RSMPI_REQUEST_NULL }` read lacks a SAFETY comment.
+#[allow(clippy::undocumented_unsafe_blocks)]
 fn persistent(world: &SimpleCommunicator, rank: i32, n: i32) {
     use mpi::ffi;
     use mpi::raw::AsRaw;

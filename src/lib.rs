@@ -19,6 +19,11 @@
 //! `supervisor` and `migrate` are two programs: the supervisor imports the runtime's
 //! contract (its settings and records), never the other way round.
 
+// No panic on a value read from a user, a file or the system: the library returns its
+// errors (tests may unwrap; see clippy.toml). Set here rather than in Cargo.toml's
+// `[lints]`, which would hold tests, benches and examples to it too.
+#![warn(clippy::unwrap_used, clippy::expect_used)]
+
 pub mod allocation;
 pub mod availability;
 #[cfg(feature = "mpi")]

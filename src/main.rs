@@ -1,5 +1,8 @@
 //! The `rankmig` command: parses the command line, calls the library, prints.
 
+// As in the library (src/lib.rs): errors are returned, not unwrapped.
+#![warn(clippy::unwrap_used, clippy::expect_used)]
+
 mod cli;
 mod commands;
 

@@ -348,6 +348,37 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
         misplaced,
     );
     job.wait_started();
+    let rank0_host = drain_rank0_host_and_see_it_released(&job);
+    let (other, released) = reserve_another_node_and_see_it_emptied(&job);
+    let _ = slurm_command("scontrol", &["delete", &format!("ReservationName={MAINT}")]);
+    let nodes_left = job.squeue_nodes();
+    assert_eq!(
+        nodes_left.contains(&other),
+        !job.said(&released),
+        "{other} is in the job's node list {nodes_left:?} exactly when it was not released"
+    );
+
+    let out = job.finish();
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("slurm: {rank0_host} drain")),
+        "the output does not name {rank0_host} as drained: {err}"
+    );
+    assert!(
+        err.contains("maintenance reservation rankmig_test_maint"),
+        "{err}"
+    );
+    assert!(!nodes_left.contains(&rank0_host), "{nodes_left:?}");
+    assert!(
+        err.contains(&released) || err.contains("Slurm refuses every update of job"),
+        "the output says neither that {other} was released nor why not: {err}"
+    );
+    common::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
+}
+
+/// Drains the node of rank 0 and waits until the ranks have left it, it is handed back to
+/// Slurm and the job runs again as the relaunch placed it. Returns its name.
+fn drain_rank0_host_and_see_it_released(job: &SlurmJob) -> String {
     let processes = std::fs::read_to_string(job.run_dir().join("processes.csv")).expect("csv");
     let rank0_host = processes
         .lines()
@@ -387,7 +418,13 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
         Duration::from_secs(30),
         || job.hosts() == planned,
     );
+    rank0_host
+}
 
+/// Puts a maintenance reservation 90 s ahead on a node with ranks and waits until it is
+/// emptied before the window, then released (or its release refused) and the job runs
+/// again without it. Returns the node's name and the line saying it was released.
+fn reserve_another_node_and_see_it_emptied(job: &SlurmJob) -> (String, String) {
     // A maintenance window in 90 s on another node that holds ranks: emptied before
     // it starts.
     let hosts = job.hosts();
@@ -430,30 +467,7 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
         let hosts = job.hosts();
         !hosts.contains_key(&other) && hosts.values().sum::<usize>() == 8
     });
-    let _ = slurm_command("scontrol", &["delete", &format!("ReservationName={MAINT}")]);
-    let nodes_left = job.squeue_nodes();
-    assert_eq!(
-        nodes_left.contains(&other),
-        !job.said(&released),
-        "{other} is in the job's node list {nodes_left:?} exactly when it was not released"
-    );
-
-    let out = job.finish();
-    let err = stderr(&out);
-    assert!(
-        err.contains(&format!("slurm: {rank0_host} drain")),
-        "the output does not name {rank0_host} as drained: {err}"
-    );
-    assert!(
-        err.contains("maintenance reservation rankmig_test_maint"),
-        "{err}"
-    );
-    assert!(!nodes_left.contains(&rank0_host), "{nodes_left:?}");
-    assert!(
-        err.contains(&released) || err.contains("Slurm refuses every update of job"),
-        "the output says neither that {other} was released nor why not: {err}"
-    );
-    common::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
+    (other, released)
 }
 
 #[test]

@@ -129,6 +129,8 @@ pub struct SpawnGroup {
 /// by group) running `program args`, from every rank of `comm` (collective, root 0),
 /// with one `MPI_Comm_spawn_multiple` command per group. Every rank learns whether it
 /// worked.
+// TODO(house): three `unsafe { ffi::RSMPI_COMM_NULL }` reads below lack a SAFETY comment.
+#[allow(clippy::undocumented_unsafe_blocks)]
 pub fn spawn(
     comm: &SimpleCommunicator,
     program: &str,
@@ -238,6 +240,8 @@ impl SpawnInfos {
 }
 
 impl Drop for SpawnInfos {
+    // TODO(house): the `unsafe { ffi::RSMPI_INFO_NULL }` read lacks a SAFETY comment.
+    #[allow(clippy::undocumented_unsafe_blocks)]
     fn drop(&mut self) {
         for info in &mut self.handles {
             if *info != unsafe { ffi::RSMPI_INFO_NULL } {

@@ -253,6 +253,7 @@ pub fn set_job_communicator(comm: &SimpleCommunicator, carried: Option<Row>) {
     }
     let _pause = Paused::new();
     let raw = comm.as_raw();
+    // SAFETY: reading MPI's predefined null group handle, which nothing writes.
     let mut group: ffi::MPI_Group = unsafe { ffi::RSMPI_GROUP_NULL };
     let mut size: c_int = 0;
     // SAFETY: a valid communicator; out-parameters are valid.
@@ -499,6 +500,7 @@ pub(super) fn my_rank(comm: ffi::MPI_Comm) -> c_int {
 /// For every rank one can send to on `comm`, its rank in `job_group` (or < 0).
 fn translate(comm: ffi::MPI_Comm, job_group: ffi::MPI_Group) -> Box<[c_int]> {
     let n = peers(comm).max(0);
+    // SAFETY: reading MPI's predefined null group handle, which nothing writes.
     let mut group: ffi::MPI_Group = unsafe { ffi::RSMPI_GROUP_NULL };
     // SAFETY: valid handles; out-parameters sized to `n`.
     unsafe {

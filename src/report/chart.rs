@@ -111,24 +111,57 @@ pub fn svg(report: &RunReport) -> Result<String, ReportError> {
     Ok(out)
 }
 
-fn draw(report: &RunReport, out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
-    let (bars, per_bar) = bars(&report.iterations, MAX_BARS);
-    let y = time_axis(&report.iterations);
-    let last_iteration = report
+/// The right end of the iteration axis: the last iteration or reconfiguration, at least 1.
+fn last_iteration(report: &RunReport) -> f64 {
+    report
         .iterations
         .iter()
         .map(|i| i.iteration)
         .chain(report.reconfigurations.iter().map(|r| r.iteration))
         .max()
         .unwrap_or(0)
-        .max(1) as f64;
-    let max_nodes = report
+        .max(1) as f64
+}
+
+/// The top of the nodes-in-use axis: the most nodes in use at once, at least 1.
+fn max_nodes(report: &RunReport) -> i32 {
+    report
         .nodes_in_use
         .iter()
         .map(|n| n.1)
         .max()
         .unwrap_or(0)
-        .max(1) as i32;
+        .max(1) as i32
+}
+
+/// Where each reconfiguration is marked: its iteration, its colour (migrated or not)
+/// and its label, `#INDEX` and the time of that iteration when it was recorded.
+fn reconfiguration_marks(report: &RunReport) -> Vec<(f64, RGBColor, String)> {
+    report
+        .reconfigurations
+        .iter()
+        .map(|r| {
+            let color = if r.outcome == "migrated" {
+                MIGRATED
+            } else {
+                NOT_MIGRATED
+            };
+            let time = report
+                .iterations
+                .iter()
+                .find(|i| i.iteration == r.iteration)
+                .map(|i| format!(" {:.2} s", i.total()))
+                .unwrap_or_default();
+            (r.iteration as f64, color, format!("#{}{time}", r.index))
+        })
+        .collect()
+}
+
+fn draw(report: &RunReport, out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
+    let (bars, per_bar) = bars(&report.iterations, MAX_BARS);
+    let y = time_axis(&report.iterations);
+    let last_iteration = last_iteration(report);
+    let max_nodes = max_nodes(report);
 
     let root = SVGBackend::with_string(out, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -204,19 +237,7 @@ fn draw(report: &RunReport, out: &mut String) -> Result<(), Box<dyn std::error::
         }))?;
     }
 
-    for r in &report.reconfigurations {
-        let color = if r.outcome == "migrated" {
-            MIGRATED
-        } else {
-            NOT_MIGRATED
-        };
-        let x = r.iteration as f64;
-        let time = report
-            .iterations
-            .iter()
-            .find(|i| i.iteration == r.iteration)
-            .map(|i| format!(" {:.2} s", i.total()))
-            .unwrap_or_default();
+    for (x, color, label) in reconfiguration_marks(report) {
         chart.draw_series(DashedLineSeries::new(
             [(x, y.start), (x, y.end)],
             5,
@@ -225,11 +246,7 @@ fn draw(report: &RunReport, out: &mut String) -> Result<(), Box<dyn std::error::
         ))?;
         chart.draw_series(std::iter::once(
             EmptyElement::at((x, y.end))
-                + Text::new(
-                    format!("#{}{time}", r.index),
-                    (3, 2),
-                    (FONT, 12).into_font().color(&color),
-                ),
+                + Text::new(label, (3, 2), (FONT, 12).into_font().color(&color)),
         ))?;
     }
 

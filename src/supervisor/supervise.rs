@@ -306,56 +306,13 @@ fn supervise(
     });
     let running = Arc::new(AtomicBool::new(true));
     let misplaced = Arc::new(Mutex::new(None::<Misplaced>));
-    let progress = {
-        let running = Arc::clone(&running);
-        let misplaced = Arc::clone(&misplaced);
-        let misplaced_from = misplaced_mark(&spec.run_dir);
-        let mut reader = ProgressReader::new(&spec.run_dir);
-        let ranks = spec.ranks;
-        let mut spawn_watch = SpawnWatch::new(spec, pid);
-        let mut stall_watch = (spec.stall_timeout_ms != Some(0)).then(|| {
-            let fixed = spec.stall_timeout_ms.map(Duration::from_millis);
-            StallWatch::new(&spec.run_dir, spec.ranks, fixed)
-        });
-        let run_dir = spec.run_dir.clone();
-        let mut run_dir_watch = RunDirWatch::new(spec);
-        let mut releasing = false;
-        std::thread::spawn(move || {
-            loop {
-                let last_round = !running.load(Ordering::SeqCst);
-                let (lines, nothing_counted) = reader.new_lines_and_warning(ranks);
-                for line in lines {
-                    log::info!("{line}");
-                }
-                if let Some(warning) = nothing_counted {
-                    log::warn!("{warning}");
-                }
-                if let Some(what) = run_dir_watch.check() {
-                    log::error!("{what}");
-                }
-                if last_round {
-                    break;
-                }
-                spawn_watch.check();
-                if let Some(found) = stop_if_misplaced(&run_dir, misplaced_from, &misplaced) {
-                    log::error!("{found}: stopping the job");
-                    stop_launcher(launcher, pid, SIGTERM);
-                }
-                if let Some(stall) = stall_watch.as_mut().and_then(StallWatch::check) {
-                    stall_watch = None;
-                    relaunch_after_stall(&run_dir, pid, &stall);
-                }
-                let release = shared.waiting_release();
-                if !release.is_empty() && !releasing {
-                    releasing = true;
-                    let why = format!("handing {} back to Slurm", release.join(","));
-                    request_relaunch(&run_dir, &why);
-                    stop_launcher(launcher, pid, SIGTERM);
-                }
-                std::thread::sleep(PROGRESS_POLL);
-            }
-        })
-    };
+    let progress = watch_progress(
+        spec,
+        pid,
+        shared,
+        Arc::clone(&running),
+        Arc::clone(&misplaced),
+    );
     let status = child.wait().map_err(launch_error)?;
     running.store(false, Ordering::SeqCst);
     let _ = progress.join();
@@ -367,29 +324,9 @@ fn supervise(
     if let Some(r) = stdout_reader {
         let _ = r.join();
     }
-    let mut code = status.code().unwrap_or_else(|| {
-        use std::os::unix::process::ExitStatusExt;
-        128 + status.signal().unwrap_or(0)
-    });
     let signal = received.load(Ordering::SeqCst);
     let lost_hosts = lost.lock().map(|l| l.clone()).unwrap_or_default();
-    if code == 0 {
-        // Open MPI 5.0.11's prterun exits 0 when a host's daemon is lost mid-run.
-        let unended = unended_ranks(&spec.run_dir, mark, spec.ranks).unwrap_or_default();
-        if !unended.is_empty() || !lost_hosts.is_empty() {
-            log::warn!(
-                "{} exited 0 but the job did not complete: {} rank(s) did not end{}",
-                launcher.program(),
-                unended.len(),
-                if lost_hosts.is_empty() {
-                    String::new()
-                } else {
-                    format!(", host(s) {} reported lost", lost_hosts.join(", "))
-                }
-            );
-            code = INCOMPLETE_EXIT;
-        }
-    }
+    let code = job_exit_code(status, spec, mark, &lost_hosts);
     let failure = (code != 0 && signal == 0)
         .then(|| {
             let clues = clues.lock().map(|c| c.clone()).unwrap_or_default();
@@ -403,6 +340,101 @@ fn supervise(
         failure,
         misplaced: misplaced.lock().ok().and_then(|m| m.clone()),
     })
+}
+
+/// The thread that, every [`PROGRESS_POLL`] while `running`, logs the ranks' progress
+/// and watches the launch: the run directory, spawns, misplaced ranks (noted in
+/// `misplaced`, the job stopped), stalls (the job relaunched) and hosts to hand back to
+/// Slurm (the job stopped to release them). One last round of logs after `running`
+/// turns false.
+fn watch_progress(
+    spec: &RunSpec,
+    pid: i32,
+    shared: Arc<LaunchShared>,
+    running: Arc<AtomicBool>,
+    misplaced: Arc<Mutex<Option<Misplaced>>>,
+) -> std::thread::JoinHandle<()> {
+    let launcher = spec.launcher();
+    let misplaced_from = misplaced_mark(&spec.run_dir);
+    let mut reader = ProgressReader::new(&spec.run_dir);
+    let ranks = spec.ranks;
+    let mut spawn_watch = SpawnWatch::new(spec, pid);
+    let mut stall_watch = (spec.stall_timeout_ms != Some(0)).then(|| {
+        let fixed = spec.stall_timeout_ms.map(Duration::from_millis);
+        StallWatch::new(&spec.run_dir, spec.ranks, fixed)
+    });
+    let run_dir = spec.run_dir.clone();
+    let mut run_dir_watch = RunDirWatch::new(spec);
+    let mut releasing = false;
+    std::thread::spawn(move || {
+        loop {
+            let last_round = !running.load(Ordering::SeqCst);
+            let (lines, nothing_counted) = reader.new_lines_and_warning(ranks);
+            for line in lines {
+                log::info!("{line}");
+            }
+            if let Some(warning) = nothing_counted {
+                log::warn!("{warning}");
+            }
+            if let Some(what) = run_dir_watch.check() {
+                log::error!("{what}");
+            }
+            if last_round {
+                break;
+            }
+            spawn_watch.check();
+            if let Some(found) = stop_if_misplaced(&run_dir, misplaced_from, &misplaced) {
+                log::error!("{found}: stopping the job");
+                stop_launcher(launcher, pid, SIGTERM);
+            }
+            if let Some(stall) = stall_watch.as_mut().and_then(StallWatch::check) {
+                stall_watch = None;
+                relaunch_after_stall(&run_dir, pid, &stall);
+            }
+            let release = shared.waiting_release();
+            if !release.is_empty() && !releasing {
+                releasing = true;
+                let why = format!("handing {} back to Slurm", release.join(","));
+                request_relaunch(&run_dir, &why);
+                stop_launcher(launcher, pid, SIGTERM);
+            }
+            std::thread::sleep(PROGRESS_POLL);
+        }
+    })
+}
+
+/// The exit code of a launch that ended with `status`: the launcher's own, 128 + the
+/// signal that ended it, or [`INCOMPLETE_EXIT`] when it exited 0 though a rank of this
+/// launch (records after `mark`) did not end or a host was reported lost.
+fn job_exit_code(
+    status: std::process::ExitStatus,
+    spec: &RunSpec,
+    mark: u64,
+    lost_hosts: &[String],
+) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    let code = status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    if code != 0 {
+        return code;
+    }
+    // Open MPI 5.0.11's prterun exits 0 when a host's daemon is lost mid-run.
+    let unended = unended_ranks(&spec.run_dir, mark, spec.ranks).unwrap_or_default();
+    if unended.is_empty() && lost_hosts.is_empty() {
+        return 0;
+    }
+    log::warn!(
+        "{} exited 0 but the job did not complete: {} rank(s) did not end{}",
+        spec.launcher().program(),
+        unended.len(),
+        if lost_hosts.is_empty() {
+            String::new()
+        } else {
+            format!(", host(s) {} reported lost", lost_hosts.join(", "))
+        }
+    );
+    INCOMPLETE_EXIT
 }
 
 /// Set to `warn`, a rank not on its planned host is only reported (its own warning), and

@@ -200,6 +200,30 @@ impl Csr {
     /// Heavy-edge matching contraction; returns the coarse graph and the fine-to-coarse
     /// map, or `None` when the graph barely shrinks.
     fn coarsen(&self, rng: &mut XorShift, max_weight: u64) -> Option<(Csr, Vec<u32>)> {
+        let mate = self.heavy_edge_mates(rng, max_weight);
+        let n = self.order();
+        let mut map = vec![NONE; n];
+        let mut firsts: Vec<u32> = Vec::new();
+        for v in 0..n {
+            if map[v] != NONE {
+                continue;
+            }
+            let c = firsts.len() as u32;
+            map[v] = c;
+            map[mate[v] as usize] = c;
+            firsts.push(v as u32);
+        }
+        if firsts.len() * 20 > n * 19 {
+            return None;
+        }
+        let coarse = self.contract(&mate, &map, &firsts);
+        Some((coarse, map))
+    }
+
+    /// The mate of every vertex in a random-order heavy-edge matching: the unmatched
+    /// neighbour with the heaviest edge (the lighter one on a tie) whose pair stays within
+    /// `max_weight`; isolated vertices pair with each other; itself when unmatched.
+    fn heavy_edge_mates(&self, rng: &mut XorShift, max_weight: u64) -> Vec<u32> {
         let n = self.order();
         let mut order: Vec<u32> = (0..n as u32).collect();
         for i in (1..n).rev() {
@@ -247,21 +271,14 @@ impl Csr {
                 None => mate[v] = v as u32,
             }
         }
-        let mut map = vec![NONE; n];
-        let mut firsts: Vec<u32> = Vec::new();
-        for v in 0..n {
-            if map[v] != NONE {
-                continue;
-            }
-            let c = firsts.len() as u32;
-            map[v] = c;
-            map[mate[v] as usize] = c;
-            firsts.push(v as u32);
-        }
+        mate
+    }
+
+    /// The coarse graph of a matching: coarse vertex `c` is `firsts[c]` and its mate
+    /// (`map` sends a fine vertex to its coarse one), its weight theirs summed, its edges
+    /// theirs merged by coarse neighbour.
+    fn contract(&self, mate: &[u32], map: &[u32], firsts: &[u32]) -> Csr {
         let coarse_n = firsts.len();
-        if coarse_n * 20 > n * 19 {
-            return None;
-        }
         let mut offsets = Vec::with_capacity(coarse_n + 1);
         offsets.push(0);
         // The coarse graph has at most the fine graph's edges.
@@ -294,15 +311,12 @@ impl Csr {
             vertex_weight.push(weight);
             offsets.push(targets.len());
         }
-        Some((
-            Csr {
-                offsets,
-                targets,
-                weights,
-                vertex_weight,
-            },
-            map,
-        ))
+        Csr {
+            offsets,
+            targets,
+            weights,
+            vertex_weight,
+        }
     }
 }
 
