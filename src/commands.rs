@@ -10,6 +10,7 @@ use rankmig::output::{MapReport, OutputError};
 use rankmig::topology::{
     CpuSelectionError, IndexListError, TopologyError, Tree, leaves_on_cpus, parse_index_list,
 };
+use rankmig::treematch::mapping_file::{self, MappingFileError};
 use rankmig::treematch::metrics::{LinkCosts, Metrics, evaluate};
 use rankmig::treematch::{MapError, MapOptions, baselines, map};
 
@@ -47,12 +48,8 @@ pub enum CliError {
         source: CpuSelectionError,
         hint: &'static str,
     },
-    #[error("{}:{line}: {problem}", path.display())]
-    MappingFile {
-        path: PathBuf,
-        line: usize,
-        problem: String,
-    },
+    #[error(transparent)]
+    MappingFile(#[from] MappingFileError),
     #[error(transparent)]
     Availability(#[from] AvailabilityError),
     #[error(transparent)]
@@ -274,7 +271,7 @@ fn run_cost(args: &CostArgs) -> Result<(), CliError> {
     let matrix = load_matrix(&args.matrix)?;
     let tree = load_tree(&args.tree)?;
     let costs = link_costs(args.costs.as_deref(), &tree)?;
-    let mapping = read_mapping(&args.mapping, matrix.order(), tree.leaf_count())?;
+    let mapping = mapping_file::read_mapping(&args.mapping, matrix.order(), tree.leaf_count())?;
     let m = evaluate(&matrix.symmetric(), &tree, &mapping, &costs)?;
     println!("hop-bytes {}", rankmig::matrix::format_volume(m.hop_bytes));
     println!("sum-com {}", rankmig::matrix::format_volume(m.sum_com));
@@ -283,91 +280,6 @@ fn run_cost(args: &CostArgs) -> Result<(), CliError> {
         rankmig::matrix::format_volume(m.inter_node)
     );
     Ok(())
-}
-
-/// Reads a mapping file: `LEAF` per line (line order = rank), `RANK LEAF` lines, or
-/// Scotch's mapping output (`scotch_gmap`: a vertex count line, then `VERTEX PART`
-/// lines; vertex labels from 0, or from 1 when no label is 0).
-fn read_mapping(path: &Path, ranks: usize, leaves: usize) -> Result<Vec<usize>, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|e| CliError::MappingFile {
-        path: path.to_owned(),
-        line: 0,
-        problem: format!("cannot read: {e}"),
-    })?;
-    let err = |line: usize, problem: String| CliError::MappingFile {
-        path: path.to_owned(),
-        line,
-        problem,
-    };
-    let lines: Vec<(usize, Vec<&str>)> = rankmig::lines::data_lines(&text)
-        .map(|(line, data)| (line, data.split_whitespace().collect()))
-        .collect();
-    let number = |line: usize, s: &str| {
-        s.parse::<usize>()
-            .map_err(|_| err(line, format!("'{s}' is not a non-negative integer")))
-    };
-    // Scotch: a lone count, then only pairs.
-    let scotch = lines.len() > 1
-        && lines[0].1.len() == 1
-        && lines[1..].iter().all(|(_, fields)| fields.len() == 2);
-    let (body, base) = if scotch {
-        let (line, fields) = &lines[0];
-        let count = number(*line, fields[0])?;
-        let body = &lines[1..];
-        if count != body.len() {
-            return Err(err(
-                *line,
-                format!(
-                    "Scotch mapping header says {count} vertices but {} lines follow",
-                    body.len()
-                ),
-            ));
-        }
-        // Numbered from 1 when no vertex label is 0 ("00" included).
-        let from_one = body.iter().all(|(_, f)| f[0].parse::<usize>() != Ok(0));
-        (body, usize::from(from_one))
-    } else {
-        (&lines[..], 0)
-    };
-    let mut mapping: Vec<Option<usize>> = vec![None; ranks];
-    let mut next_rank = 0usize;
-    for (line, fields) in body {
-        let line = *line;
-        let (rank, leaf) = match fields[..] {
-            [leaf] => (next_rank, number(line, leaf)?),
-            [rank, leaf] => (number(line, rank)? - base, number(line, leaf)?),
-            _ => {
-                return Err(err(
-                    line,
-                    format!(
-                        "expected 'LEAF' or 'RANK LEAF', found '{}'",
-                        fields.join(" ")
-                    ),
-                ));
-            }
-        };
-        if rank >= ranks {
-            return Err(err(
-                line,
-                format!("rank {rank} is out of range (the matrix has {ranks} ranks)"),
-            ));
-        }
-        next_rank = rank + 1;
-        if leaf >= leaves {
-            return Err(err(
-                line,
-                format!("leaf {leaf} is out of range (the tree has {leaves} leaves)"),
-            ));
-        }
-        if mapping[rank].replace(leaf).is_some() {
-            return Err(err(line, format!("rank {rank} is mapped twice")));
-        }
-    }
-    mapping
-        .iter()
-        .enumerate()
-        .map(|(rank, leaf)| leaf.ok_or_else(|| err(0, format!("rank {rank} has no leaf"))))
-        .collect()
 }
 
 fn run_topology(args: &TopologyArgs) -> Result<(), CliError> {

@@ -1,6 +1,6 @@
 //! Fuzzing the parsers (issue 11, section 6): dense and edge-list matrices, `.prof`
-//! dumps, availability files, placements, checkpoint headers and commit markers,
-//! synthetic topology strings. See `tests/fuzz/mod.rs` for what counts as a finding.
+//! dumps, availability files, placements, mapping files (`rankmig cost --mapping`),
+//! checkpoint headers and commit markers, synthetic topology strings. See `tests/fuzz/mod.rs` for what counts as a finding.
 //!
 //! - `fuzz_every_parser_briefly`: 2 000 inputs per parser, part of the normal tests.
 //! - `replay_the_corpus`: every file of `tests/fuzz_corpus/TARGET/` (inputs that found

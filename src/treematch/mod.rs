@@ -26,6 +26,7 @@
 pub mod baselines;
 mod bisection;
 pub mod grouping;
+pub mod mapping_file;
 pub mod metrics;
 pub mod patterns;
 pub mod refine;

@@ -11,6 +11,7 @@ use rankmig::checkpoint::storage::{FileHeader, HEADER_LEN, payload_checksum};
 use rankmig::matrix::{CommMatrix, MAX_RANKS, MAX_TOTAL_VOLUME, MatrixFormat};
 use rankmig::planner::Placement;
 use rankmig::topology::{LeafKind, MAX_LEAVES, TopologySpec};
+use rankmig::treematch::mapping_file::parse_mapping;
 
 /// One parser under test.
 pub struct Target {
@@ -121,6 +122,16 @@ pub fn all() -> Vec<Target> {
             ],
             tokens: &["n1", "n2", "1048575", "65535"],
             run: run_placement,
+        },
+        Target {
+            name: "mapping",
+            seeds: vec![
+                data_file("../scotch/grid4x4-on-2x8.map"),
+                b"3\n0\n2\n1\n".to_vec(),
+                b"# rank leaf\n2 1\n0 3\n1 0\n3 2\n".to_vec(),
+            ],
+            tokens: &["\n", " ", "0", "1", "16", "4", "18446744073709551615"],
+            run: run_mapping,
         },
         Target {
             name: "checkpoint",
@@ -273,6 +284,27 @@ fn run_placement(_: &Scratch, _: u64, data: &[u8]) -> Result<(), String> {
     let again = Placement::parse(&p.to_text(), "again").map_err(|e| format!("reparse: {e}"))?;
     if again.locations() != p.locations() {
         return Err("placement does not round-trip".into());
+    }
+    Ok(())
+}
+
+/// Mappings for 1 to 16 ranks on 16 leaves: every rank gets one leaf of the tree, and
+/// the mapping written one leaf per line reads back the same.
+fn run_mapping(_: &Scratch, index: u64, data: &[u8]) -> Result<(), String> {
+    const LEAVES: usize = 16;
+    let ranks = 1 + (index % 16) as usize;
+    let text = String::from_utf8_lossy(data);
+    let leaves = match parse_mapping(&text, "m", ranks, LEAVES) {
+        Ok(leaves) => leaves,
+        Err(e) => return check_message(&e.to_string()),
+    };
+    if leaves.len() != ranks || leaves.iter().any(|&l| l >= LEAVES) {
+        return Err(format!("{ranks} ranks mapped to {leaves:?}"));
+    }
+    let plain: String = leaves.iter().map(|l| format!("{l}\n")).collect();
+    let again = parse_mapping(&plain, "again", ranks, LEAVES).map_err(|e| format!("reparse: {e}"))?;
+    if again != leaves {
+        return Err("mapping does not round-trip".into());
     }
     Ok(())
 }
