@@ -4,10 +4,14 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use rankmig::allocation::Allocation;
 use rankmig::availability::AvailabilityFormat;
+use rankmig::launcher::MpiImplementation;
 use rankmig::matrix::MatrixFormat;
 use rankmig::output::MapFormat;
 use rankmig::planner::Step2;
+use rankmig::rms::RmsSettings;
+use rankmig::supervisor::launch::{RunSpec, absolute};
 use rankmig::topology::{CacheLevels, LeafKind, TopologySpec};
 
 /// Move MPI ranks between nodes, placed by TreeMatch over the hwloc tree.
@@ -525,6 +529,55 @@ pub struct RunArgs {
     /// The program and its arguments, after `--`.
     #[arg(last = true)]
     pub program: Vec<String>,
+}
+
+impl RunArgs {
+    /// The run these arguments ask for (a new run, not `--restart`), in the run
+    /// directory `run_dir` (absolute), watching `availability`, on `allocation` (from
+    /// `--hostfile` or the batch system), following `rms`, launched with `mpi`: every
+    /// path made absolute, every duration in milliseconds, nothing lost or released yet.
+    pub fn run_spec(
+        &self,
+        run_dir: PathBuf,
+        availability: PathBuf,
+        allocation: Option<Allocation>,
+        rms: Option<RmsSettings>,
+        mpi: MpiImplementation,
+    ) -> RunSpec {
+        RunSpec {
+            ranks: self.ranks.unwrap_or(0),
+            availability,
+            matrix: self.matrix.as_deref().map(absolute),
+            matrix_format: self.matrix_format,
+            ckpt_dir: self
+                .ckpt_dir
+                .as_deref()
+                .map_or_else(|| run_dir.join("ckpt"), absolute),
+            run_dir,
+            check_every: self.check_every.unwrap_or(0),
+            check_interval_ms: millis(self.check_interval),
+            settle_ms: millis(self.settle),
+            program: self.program.clone(),
+            env: Vec::new(),
+            allocation,
+            mpirun_args: self.mpirun_args.clone(),
+            node_topology: self.node_topology.clone(),
+            no_shared_caches: self.no_shared_caches,
+            lost_hosts: Vec::new(),
+            spawn_timeout_ms: millis(self.spawn_timeout),
+            mpi,
+            allow_new_hosts: self.allow_new_hosts,
+            stall_timeout_ms: self.stall_timeout.map(millis),
+            rms,
+            released_hosts: Vec::new(),
+        }
+    }
+}
+
+/// Seconds (checked non-negative and at most a day by the parsers below) as whole
+/// milliseconds.
+fn millis(seconds: f64) -> u64 {
+    (seconds * 1000.0).round() as u64
 }
 
 /// Arguments of `rankmig emulated-host` (the MPI launcher calls it as an rsh agent).

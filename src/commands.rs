@@ -25,8 +25,8 @@ use crate::cli::{
     TreeArgs,
 };
 
-/// Everything that can make a command fail: exit code 2, or 1 for a corrupt checkpoint
-/// found by `inspect --verify`.
+/// Everything that can make a command fail; [`CliError::exit_code`] gives the process
+/// exit code of each.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error(transparent)]
@@ -51,6 +51,8 @@ pub enum CliError {
     #[error(transparent)]
     MappingFile(#[from] MappingFileError),
     #[error(transparent)]
+    Hosts(#[from] HostsError),
+    #[error(transparent)]
     Availability(#[from] AvailabilityError),
     #[error(transparent)]
     Placement(#[from] PlacementError),
@@ -60,10 +62,13 @@ pub enum CliError {
     Json(#[from] serde_json::Error),
     #[error(transparent)]
     Checkpoint(#[from] rankmig::checkpoint::CheckpointError),
-    #[error("{0}")]
-    Corrupt(String),
-    #[error("{0}")]
-    HostDown(String),
+    /// `inspect --verify` found a complete epoch with a corrupt or missing file.
+    #[error("{}: a complete epoch has a corrupt or missing file", dir.display())]
+    CorruptCheckpoint { dir: PathBuf },
+    #[error(transparent)]
+    EmulatedHost(#[from] rankmig::emulated_cluster::EmulatedHostError),
+    #[error(transparent)]
+    EmulatedCluster(#[from] EmulatedClusterError),
     #[error(transparent)]
     Launch(#[from] rankmig::supervisor::launch::LaunchError),
     #[error(transparent)]
@@ -77,26 +82,55 @@ pub enum CliError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A run (restarted from a run directory) with no ranks.
+    #[error("-n must be at least 1")]
+    NoRanks,
     #[error("the job ended with exit code {0}")]
     JobFailed(i32),
-    #[error("{0}")]
-    Usage(String),
-    /// Something this machine cannot do now (not a mistake in the command line).
-    #[error("{0}")]
-    Runtime(String),
+}
+
+/// `--hosts` of `rankmig map` that cannot name the nodes.
+#[derive(Debug, thiserror::Error)]
+pub enum HostsError {
+    #[error("--hosts: {0:?} is not a valid host name (letters, digits, '-' and '.')")]
+    NotAHostName(String),
+    #[error("--hosts: {0:?} is named twice")]
+    NamedTwice(String),
+    #[error("--hosts names {hosts} hosts but --nodes is {nodes}")]
+    WrongCount { hosts: usize, nodes: u32 },
+}
+
+/// Why `rankmig run --emulated-cluster` cannot emulate the cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum EmulatedClusterError {
+    /// A command-line mistake: nothing to emulate.
+    #[error("--emulated-cluster needs an allocation: give --hostfile")]
+    NoAllocation,
+    /// This machine cannot (not a mistake in the command line).
+    #[error(
+        "--emulated-cluster: this machine does not let rankmig create UTS namespaces (`unshare --uts true` failed)"
+    )]
+    NoUtsNamespaces,
+    /// The agent the launcher calls is this executable.
+    #[error("cannot find rankmig's own executable: {0}")]
+    OwnExecutable(std::io::Error),
 }
 
 impl CliError {
     /// Process exit code for this error: 2 for a command line that does not make sense
     /// (clap exits 2 for its own usage errors too), the job's own code when it failed,
     /// 255 for an emulated host that is down (as `ssh`), 1 for any other error (input
-    /// files, runtime).
+    /// files, a corrupt checkpoint, what this machine cannot do).
     pub fn exit_code(&self) -> i32 {
+        use rankmig::emulated_cluster::EmulatedHostError;
         match self {
-            CliError::Usage(_) => 2,
+            CliError::Hosts(_)
+            | CliError::NoRanks
+            | CliError::EmulatedCluster(EmulatedClusterError::NoAllocation)
+            | CliError::EmulatedHost(EmulatedHostError::Usage(_)) => 2,
             CliError::JobFailed(code) => *code,
             // as `ssh` exits when it cannot reach a host
-            CliError::HostDown(_) => 255,
+            CliError::EmulatedHost(EmulatedHostError::Down { .. }) => 255,
             _ => 1,
         }
     }
@@ -126,14 +160,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Man(args) => write_man_pages(args.dir.as_deref()),
         Command::EmulatedHost(args) => {
-            use rankmig::emulated_cluster::EmulatedHostError;
-            rankmig::emulated_cluster::exec_on_host(&args.host, &args.command).map_err(
-                |e| match e {
-                    EmulatedHostError::Down { .. } => CliError::HostDown(e.to_string()),
-                    EmulatedHostError::Usage(_) => CliError::Usage(e.to_string()),
-                    EmulatedHostError::System { .. } => CliError::Runtime(e.to_string()),
-                },
-            )?;
+            rankmig::emulated_cluster::exec_on_host(&args.host, &args.command)?;
             Ok(())
         }
     }
@@ -163,19 +190,18 @@ fn node_names(hosts: &[String], nodes: u32) -> Result<Vec<String>, CliError> {
         let mut seen = std::collections::HashSet::new();
         for host in hosts {
             if !rankmig::availability::is_hostname(host) {
-                return Err(CliError::Usage(format!(
-                    "--hosts: {host:?} is not a valid host name (letters, digits, '-' and '.')"
-                )));
+                return Err(HostsError::NotAHostName(host.clone()).into());
             }
             if !seen.insert(host.as_str()) {
-                return Err(CliError::Usage(format!("--hosts: {host:?} is named twice")));
+                return Err(HostsError::NamedTwice(host.clone()).into());
             }
         }
         if hosts.len() != nodes as usize {
-            return Err(CliError::Usage(format!(
-                "--hosts names {} hosts but --nodes is {nodes}",
-                hosts.len()
-            )));
+            return Err(HostsError::WrongCount {
+                hosts: hosts.len(),
+                nodes,
+            }
+            .into());
         }
         return Ok(hosts.to_vec());
     }
@@ -416,17 +442,16 @@ fn run_inspect(args: &InspectArgs) -> Result<(), CliError> {
     let report = rankmig::checkpoint::inspect(&args.dir, args.verify)?;
     print!("{report}");
     if args.verify && report.has_corruption() {
-        return Err(CliError::Corrupt(format!(
-            "{}: a complete epoch has a corrupt or missing file",
-            args.dir.display()
-        )));
+        return Err(CliError::CorruptCheckpoint {
+            dir: args.dir.clone(),
+        });
     }
     Ok(())
 }
 
 fn run_job(args: &RunArgs) -> Result<(), CliError> {
     use rankmig::allocation::Allocation;
-    use rankmig::supervisor::launch::{RunSpec, absolute, load_spec};
+    use rankmig::supervisor::launch::{absolute, load_spec};
     let (mut spec, restart) = match &args.restart {
         Some(dir) => (follow_current_slurm_job(load_spec(dir)?)?, true),
         None => {
@@ -440,42 +465,17 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 Some(_) => rankmig::supervisor::rms_watch::rms_availability_path(&run_dir),
                 None => absolute(args.availability.as_deref().unwrap_or(Path::new(""))),
             };
-            let spec = RunSpec {
-                ranks: args.ranks.unwrap_or(0),
-                availability,
-                matrix: args.matrix.as_deref().map(absolute),
-                matrix_format: args.matrix_format,
-                ckpt_dir: args
-                    .ckpt_dir
-                    .as_deref()
-                    .map_or_else(|| run_dir.join("ckpt"), absolute),
-                run_dir,
-                check_every: args.check_every.unwrap_or(0),
-                check_interval_ms: (args.check_interval * 1000.0).round() as u64,
-                settle_ms: (args.settle * 1000.0).round() as u64,
-                program: args.program.clone(),
-                env: Vec::new(),
-                allocation,
-                mpirun_args: args.mpirun_args.clone(),
-                node_topology: args.node_topology.clone(),
-                no_shared_caches: args.no_shared_caches,
-                lost_hosts: Vec::new(),
-                spawn_timeout_ms: (args.spawn_timeout * 1000.0).round() as u64,
-                mpi: match args.mpi {
-                    Some(mpi) => mpi,
-                    None => rankmig::launcher::detect()?,
-                },
-                allow_new_hosts: args.allow_new_hosts,
-                stall_timeout_ms: args.stall_timeout.map(|s| (s * 1000.0).round() as u64),
-                rms,
-                released_hosts: Vec::new(),
+            let mpi = match args.mpi {
+                Some(mpi) => mpi,
+                None => rankmig::launcher::detect()?,
             };
+            let spec = args.run_spec(run_dir, availability, allocation, rms, mpi);
             spec.check_new_hosts()?;
             (spec, false)
         }
     };
     if spec.ranks == 0 {
-        return Err(CliError::Usage("-n must be at least 1".into()));
+        return Err(CliError::NoRanks);
     }
     if args.emulated_cluster {
         emulate_cluster(&spec)?;
@@ -558,17 +558,12 @@ fn rms_settings(
 /// (the launcher inherits them).
 fn emulate_cluster(spec: &rankmig::supervisor::launch::RunSpec) -> Result<(), CliError> {
     if spec.allocation.is_none() {
-        return Err(CliError::Usage(
-            "--emulated-cluster needs an allocation: give --hostfile".into(),
-        ));
+        return Err(EmulatedClusterError::NoAllocation.into());
     }
     if !rankmig::emulated_cluster::available() {
-        return Err(CliError::Runtime(
-            "--emulated-cluster: this machine does not let rankmig create UTS namespaces (`unshare --uts true` failed)".into(),
-        ));
+        return Err(EmulatedClusterError::NoUtsNamespaces.into());
     }
-    let exe = std::env::current_exe()
-        .map_err(|e| CliError::Runtime(format!("cannot find rankmig's own executable: {e}")))?;
+    let exe = std::env::current_exe().map_err(EmulatedClusterError::OwnExecutable)?;
     let agent = rankmig::emulated_cluster::write_agent(&spec.run_dir, &exe).map_err(|source| {
         CliError::Write {
             path: spec.run_dir.join("emulated-host"),

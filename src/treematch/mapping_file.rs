@@ -13,8 +13,8 @@
 //! use rankmig::treematch::mapping_file::parse_mapping;
 //! let leaves = parse_mapping("# rank leaf\n1 3\n0 2\n", "m.map", 2, 4).unwrap();
 //! assert_eq!(leaves, [2, 3]);
-//! let err = parse_mapping("0\n0 1\n", "m.map", 2, 4).unwrap_err();
-//! assert_eq!(err.to_string(), "m.map:2: rank 0 is mapped twice");
+//! let err = parse_mapping("1 2\n0 1\n0 3\n", "m.map", 2, 4).unwrap_err();
+//! assert_eq!(err.to_string(), "m.map:3: rank 0 is mapped twice");
 //! ```
 
 use std::path::Path;

@@ -302,7 +302,8 @@ fn run_mapping(_: &Scratch, index: u64, data: &[u8]) -> Result<(), String> {
         return Err(format!("{ranks} ranks mapped to {leaves:?}"));
     }
     let plain: String = leaves.iter().map(|l| format!("{l}\n")).collect();
-    let again = parse_mapping(&plain, "again", ranks, LEAVES).map_err(|e| format!("reparse: {e}"))?;
+    let again =
+        parse_mapping(&plain, "again", ranks, LEAVES).map_err(|e| format!("reparse: {e}"))?;
     if again != leaves {
         return Err("mapping does not round-trip".into());
     }
