@@ -4,17 +4,18 @@
 //! and go, keeping the rank count, and chooses where each rank lands from how the ranks
 //! communicate and from the hardware tree (hwloc), with a two-step TreeMatch mapper.
 //!
-//! Module layering (a module uses only modules of its own layer's left or of the layers
-//! below it):
+//! Module layering: a module uses only the modules to its right in its own layer and
+//! the modules of the layers below it (`tests/layering.rs` reads every `crate::` path of
+//! `src/` and fails on one that goes against this table):
 //!
 //! | layer | modules |
 //! |---|---|
 //! | programs | `rankmig` CLI (`src/main.rs`, `src/cli.rs`, `src/commands.rs`); [`supervisor`] (`rankmig run`); [`report`] (`rankmig report`); [`capi`] (C and Fortran interface) |
 //! | runtime in every rank | [`migrate`] (the job, migration protocol, run-directory records) |
 //! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`] |
-//! | planning | [`planner`] → [`treematch`] |
-//! | MPI implementations and resource managers | [`launcher`] (one file each), [`rms`] (Slurm), [`emulated_cluster`] |
-//! | inputs and outputs | [`allocation`], [`availability`], [`topology`], [`matrix`], [`output`], [`lines`] |
+//! | launching and writing plans | [`emulated_cluster`], [`launcher`] (one file per MPI implementation), [`rms`] (Slurm), [`output`] (mappings, placements and plans as files and text) |
+//! | planning | [`planner`], [`treematch`] |
+//! | inputs | [`allocation`], [`availability`], [`topology`], [`matrix`], [`lines`] |
 //!
 //! `supervisor` and `migrate` are two programs: the supervisor imports the runtime's
 //! contract (its settings and records), never the other way round.
