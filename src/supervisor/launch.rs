@@ -9,16 +9,14 @@
 //! the launcher and restarts after a lost host.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
 use crate::availability::{Availability, AvailabilityFormat};
 use crate::topology::{CacheLevels, LeafKind, TopologySpec, Tree};
 
-use super::rank_environment::{rank_environment, user_launcher_args};
 use crate::allocation::{Allocation, AllocationError, without_lost_hosts};
-use crate::launcher::{JobLaunch, Launcher, MpiImplementation, launcher};
+use crate::launcher::{Launcher, MpiImplementation, launcher};
 use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
 use crate::planner::{Placement, logical_node_tree, place};
 
@@ -369,7 +367,7 @@ pub fn initial_placement(spec: &RunSpec) -> Result<(Placement, usize), LaunchErr
 
 /// [`initial_placement`] for a launch of `kind`, and the content of the availability
 /// file it was planned for.
-fn planned_placement(
+pub(super) fn planned_placement(
     spec: &RunSpec,
     kind: LaunchKind,
 ) -> Result<(Placement, usize, Vec<u8>), LaunchError> {
@@ -386,7 +384,7 @@ fn planned_placement(
     Ok((placement, tree.leaf_count(), content))
 }
 
-fn write(path: &Path, text: &str) -> Result<(), LaunchError> {
+pub(super) fn write(path: &Path, text: &str) -> Result<(), LaunchError> {
     std::fs::write(path, text).map_err(|source| LaunchError::RunDir {
         path: path.to_owned(),
         source,
@@ -413,112 +411,6 @@ impl LaunchKind {
     pub fn from_checkpoint(self) -> bool {
         self != LaunchKind::Fresh
     }
-}
-
-/// Prepares the run directory: `run.json`, the placement of this launch, the rankfile
-/// and (multi-host mode) the launcher's hostfile. Returns the launch command. A launch
-/// other than [`LaunchKind::Fresh`] resumes from the newest checkpoint.
-pub fn prepare(spec: &RunSpec, kind: LaunchKind) -> Result<Command, LaunchError> {
-    check_program(spec)?;
-    std::fs::create_dir_all(&spec.run_dir).map_err(|source| LaunchError::RunDir {
-        path: spec.run_dir.clone(),
-        source,
-    })?;
-    let restart = kind.from_checkpoint();
-    let (placement, cores, planned_for) = planned_placement(spec, kind)?;
-    save_spec(spec)?;
-    let launch = if restart {
-        format!("restart-{}", restarts_so_far(&spec.run_dir) + 1)
-    } else {
-        "0".to_owned()
-    };
-    log::info!(
-        "{}",
-        super::progress::launch_line(spec, &placement, restart)
-    );
-    let placement_path = spec.run_dir.join(format!("placement-{launch}.txt"));
-    write(&placement_path, &placement.to_text())?;
-    write(
-        &spec.run_dir.join("rankfile"),
-        &crate::output::plan::placement_rankfile(&placement),
-    )?;
-    let launcher = spec.launcher();
-    let hostfile = match &spec.allocation {
-        Some(allocation) => {
-            let path = spec.run_dir.join(format!("hostfile-{launch}.txt"));
-            write(
-                &path,
-                &launcher.hostfile(&placement, &spec.usable_hosts(allocation)),
-            )?;
-            Some(path)
-        }
-        None => None,
-    };
-    // The ranks start following the content this launch was placed for, so an edit
-    // made while they start is acted on.
-    let planned_path = spec.run_dir.join(format!("availability-{launch}.txt"));
-    std::fs::write(&planned_path, &planned_for).map_err(|source| LaunchError::RunDir {
-        path: planned_path.clone(),
-        source,
-    })?;
-    let mut env = rank_environment(spec, &placement_path, cores, restart);
-    env.push((
-        crate::migrate::settings::ENV_PLANNED_AVAILABILITY.to_owned(),
-        planned_path.display().to_string(),
-    ));
-    let slurm_vars = slurm_environment(spec);
-    let mut launcher_args = launcher.slurm_options(&slurm_vars);
-    launcher_args.extend(user_launcher_args(spec));
-    let mut cmd = launcher.command(&JobLaunch {
-        placement: &placement,
-        hostfile: hostfile.as_deref(),
-        env: &env,
-        user_args: &launcher_args,
-        program: &spec.program,
-    });
-    cmd.envs(slurm_vars);
-    // The binary sets it for its own error messages; in the ranks it would make every
-    // topology load redirect their standard error for a moment.
-    cmd.env_remove("HWLOC_SYNTHETIC_VERBOSE");
-    Ok(cmd)
-}
-
-/// The variables a launch inside a Slurm job adds: the launcher's own Slurm setting,
-/// and, once hosts were released (`--rms-release`), the Slurm variables of the smaller
-/// job. None outside a Slurm job.
-fn slurm_environment(spec: &RunSpec) -> Vec<(String, String)> {
-    use crate::rms::slurm;
-    let get = |k: &str| std::env::var(k).ok();
-    if slurm::current_job().is_none() {
-        return Vec::new();
-    }
-    let mut vars = spec.launcher().slurm_settings(&get);
-    if let (Some(_), Some(allocation)) = (&spec.rms, &spec.allocation) {
-        if !spec.released_hosts.is_empty() {
-            let tasks = get(slurm::ENV_TASKS_PER_NODE);
-            vars.extend(slurm::shrunk_job_environment(
-                allocation,
-                &spec.released_hosts,
-                tasks.as_deref(),
-            ));
-        }
-    }
-    vars
-}
-
-/// Launches from a checkpoint already made in `run_dir` (its `placement-restart-*`
-/// files).
-fn restarts_so_far(run_dir: &Path) -> usize {
-    std::fs::read_dir(run_dir).map_or(0, |entries| {
-        entries
-            .filter_map(Result::ok)
-            .filter(|e| {
-                e.file_name()
-                    .to_str()
-                    .is_some_and(|n| n.starts_with("placement-restart-"))
-            })
-            .count()
-    })
 }
 
 /// The program of `spec` is given and is an executable file.

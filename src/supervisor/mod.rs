@@ -11,6 +11,7 @@
 
 pub mod availability_lock;
 pub mod launch;
+pub mod launch_command;
 pub mod probe;
 pub mod progress;
 pub mod rank_environment;

@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use super::availability_lock::AvailabilityLock;
-use super::launch::{LaunchError, LaunchKind, RunSpec, prepare, save_spec};
+use super::launch::{LaunchError, LaunchKind, RunSpec, save_spec};
+use super::launch_command::prepare;
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
 use super::rank_failure::{FailureClues, RankFailure};
