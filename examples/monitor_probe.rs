@@ -180,14 +180,13 @@ fn halo(world: &SimpleCommunicator) {
 }
 
 /// A persistent send of 40 bytes to r+2, started 5 times, matched by plain receives.
-// TODO(house): the `unsafe { ffi::RSMPI_REQUEST_NULL }` read lacks a SAFETY comment.
-#[allow(clippy::undocumented_unsafe_blocks)]
 fn persistent(world: &SimpleCommunicator, rank: i32, n: i32) {
     use mpi::ffi;
     use mpi::raw::AsRaw;
     let to = (rank + 2).rem_euclid(n);
     let from = (rank - 2).rem_euclid(n);
     let buf = [9u8; 40];
+    // SAFETY: reading a predefined MPI handle.
     let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
     // SAFETY: valid buffer, type, ranks and communicator; the request is completed
     // (waited) before the buffer goes out of scope and freed at the end.

@@ -240,7 +240,9 @@ mod tests {
             data: back.as_mut_ptr().cast(),
             bytes: 8,
         };
+        // SAFETY: `back` holds 16 writable bytes; the mismatch writes nothing.
         assert!(unsafe { saved.copy_into(&wrong) }.is_err());
+        // SAFETY: `back` holds 16 writable bytes.
         assert_eq!(unsafe { saved.copy_into(&target) }, Ok(true));
         assert_eq!(back, grid);
         assert!(saved.is_empty());
@@ -248,6 +250,7 @@ mod tests {
             saved.message.is_empty(),
             "the message is freed once every region is in place"
         );
+        // SAFETY: as above; nothing is left to copy.
         assert_eq!(unsafe { saved.copy_into(&target) }, Ok(false));
     }
 }

@@ -660,6 +660,13 @@ fn prepare_dirs(
     allow_shared: bool,
     epochs_dir: &Path,
 ) -> Result<(), CheckpointError> {
+    if config.dir.as_os_str().is_empty() {
+        return Err(CheckpointError::Config {
+            name: super::config::ENV_DIR,
+            value: String::new(),
+            reason: "the checkpoint directory must not be empty",
+        });
+    }
     storage::prepare_dir(&config.dir, allow_shared)?;
     storage::ensure_own_subdir(epochs_dir)
 }

@@ -410,19 +410,12 @@ pub fn create_private_dir(dir: &Path) -> Result<(), CheckpointError> {
         .map_err(|e| CheckpointError::io("create directory", dir, e))
 }
 
-/// Prepares the checkpoint directory `dir` itself: refuses an empty path, creates it
-/// (and its parents) with mode 0700 if missing, and checks it is a directory owned by
-/// this user that neither its group nor others may write into, unless `allow_shared`
-/// ([`CheckpointError::UnsafeDir`]). The path itself may be a link chosen by the
-/// user; what lies inside is never followed.
+/// Prepares the checkpoint directory `dir` itself (not empty: the caller has refused
+/// that): creates it (and its parents) with mode 0700 if missing, and checks it is a
+/// directory owned by this user that neither its group nor others may write into,
+/// unless `allow_shared` ([`CheckpointError::UnsafeDir`]). The path itself may be a
+/// link chosen by the user; what lies inside is never followed.
 pub fn prepare_dir(dir: &Path, allow_shared: bool) -> Result<(), CheckpointError> {
-    if dir.as_os_str().is_empty() {
-        return Err(CheckpointError::Config {
-            name: super::config::ENV_DIR,
-            value: String::new(),
-            reason: "the checkpoint directory must not be empty",
-        });
-    }
     create_private_dir(dir)?;
     if allow_shared {
         return match fs::metadata(dir) {

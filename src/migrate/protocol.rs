@@ -129,8 +129,6 @@ pub struct SpawnGroup {
 /// by group) running `program args`, from every rank of `comm` (collective, root 0),
 /// with one `MPI_Comm_spawn_multiple` command per group. Every rank learns whether it
 /// worked.
-// TODO(house): three `unsafe { ffi::RSMPI_COMM_NULL }` reads below lack a SAFETY comment.
-#[allow(clippy::undocumented_unsafe_blocks)]
 pub fn spawn(
     comm: &SimpleCommunicator,
     program: &str,
@@ -160,6 +158,7 @@ pub fn spawn(
     let mut argvs: Vec<*mut *mut c_char> = vec![argv.as_mut_ptr(); groups.len()];
     let mut counts: Vec<c_int> = groups.iter().map(|g| g.count as c_int).collect();
     let mut errcodes: Vec<c_int> = vec![0; total];
+    // SAFETY: reading a predefined MPI handle.
     let mut inter = unsafe { ffi::RSMPI_COMM_NULL };
     // SAFETY: handles are valid; the command, argv and info arrays have one entry per
     // group and outlive the call; errcodes has one slot per process.
@@ -178,6 +177,7 @@ pub fn spawn(
     };
     drop(infos);
     let local_failed = rc != ffi::MPI_SUCCESS as c_int
+        // SAFETY: reading a predefined MPI handle.
         || inter == unsafe { ffi::RSMPI_COMM_NULL }
         || errcodes.iter().any(|&c| c != ffi::MPI_SUCCESS as c_int);
     let mut failed = 0u32;
@@ -187,6 +187,7 @@ pub fn spawn(
         mpi::collective::SystemOperation::max(),
     );
     if failed != 0 {
+        // SAFETY: reading a predefined MPI handle.
         if inter != unsafe { ffi::RSMPI_COMM_NULL } {
             // SAFETY: a valid handle we own.
             unsafe { ffi::MPI_Comm_free(&mut inter) };
@@ -240,10 +241,9 @@ impl SpawnInfos {
 }
 
 impl Drop for SpawnInfos {
-    // TODO(house): the `unsafe { ffi::RSMPI_INFO_NULL }` read lacks a SAFETY comment.
-    #[allow(clippy::undocumented_unsafe_blocks)]
     fn drop(&mut self) {
         for info in &mut self.handles {
+            // SAFETY: reading a predefined MPI handle.
             if *info != unsafe { ffi::RSMPI_INFO_NULL } {
                 // SAFETY: an info object we created and no longer use.
                 unsafe { ffi::MPI_Info_free(info) };
