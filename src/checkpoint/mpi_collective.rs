@@ -40,8 +40,16 @@ impl MpiCollective {
         self.comm = comm.duplicate();
     }
 
-    /// Replaces the communicator with `duplicate`, a duplicate of the new job
-    /// communicator made by the caller (e.g. without spinning while it waits).
+    /// Collective operations over `duplicate`, a duplicate of the job's communicator
+    /// made by the caller (e.g. with `MPI_Comm_idup`, waited for without spinning:
+    /// every process of the communicator must then make it the same way, since a
+    /// blocking and a nonblocking collective do not match).
+    pub fn over_duplicate(duplicate: SimpleCommunicator) -> Self {
+        Self { comm: duplicate }
+    }
+
+    /// Replaces the communicator with `duplicate`, made as for
+    /// [`MpiCollective::over_duplicate`].
     pub fn set_duplicate(&mut self, duplicate: SimpleCommunicator) {
         self.comm = duplicate;
     }

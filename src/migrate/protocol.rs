@@ -586,6 +586,8 @@ fn receive_into(
 /// A duplicate of `comm` (collective over it), waited for sleeping [`EXCHANGE_POLL`]
 /// between looks (`MPI_Comm_idup`): the ranks that stay after a migration wait so
 /// for the arrivals, which are still receiving their state, without taking their CPU.
+/// Every process of `comm` must make its duplicate with this function: a blocking
+/// `MPI_Comm_dup` does not match an `MPI_Comm_idup`.
 pub fn duplicate_without_spinning(comm: &SimpleCommunicator) -> SimpleCommunicator {
     // SAFETY: reading predefined handles.
     let (mut dup, mut request) = unsafe { (ffi::RSMPI_COMM_NULL, ffi::RSMPI_REQUEST_NULL) };

@@ -5,10 +5,16 @@
 //! computing ([`Job::start_background_migration`]); the helper merges with the new
 //! processes into a bridge, and the new processes wait for old rank 0's word without
 //! taking a CPU. When `rankmig run` watches spawns, the checkpoint to launch the job
-//! again from (should the spawn never complete) is written first by the checkpoint
-//! writer while the ranks compute, and the spawn starts once every rank has written it
-//! and it is committed: a fault during the spawn loses nothing before the migration's
-//! start, as with a blocking spawn, and no rank waits for the write.
+//! again from (should the spawn never complete) is saved first, at the first check
+//! where every rank's buffer for it has been made ready on a thread of its own (so the
+//! copy runs at memory speed, not at the speed of fresh memory's page faults), written
+//! by the checkpoint writer while the ranks compute, and the spawn starts once every
+//! rank has written it and it is committed: a fault during the spawn loses nothing
+//! before that checkpoint, and no rank waits for the write.
+//!
+//! The helper tells each new process the size of the state it will receive; each
+//! makes a buffer that size ready and answers, and only then is the spawn complete. A
+//! leaving rank serialises its state into its checkpoint buffer (mapped already).
 //!
 //! Checks come about every [`PENDING_CHECK_INTERVAL`] meanwhile; each asks whether
 //! the checkpoint, then the spawn, is complete ([`Job::advance_background_migration`]).

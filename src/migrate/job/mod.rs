@@ -232,7 +232,10 @@ impl Job {
             other => other?,
         };
         let a: Assignment = serde_json::from_slice(&arrival.assignment)?;
-        let coll = MpiCollective::new(&arrival.comm);
+        // Made as the ranks that stay make theirs (MPI_Comm_idup: a blocking and a
+        // nonblocking collective do not match; MPICH hangs if they are mixed).
+        let coll =
+            MpiCollective::over_duplicate(protocol::duplicate_without_spinning(&arrival.comm));
         crate::migrate::timeline::step("new: checkpoint communicator made");
         let ckpt = CheckpointContext::adopt(a.checkpoint.config(), coll, &a.handover)?;
         // The state message carries the replaced rank's counters, then its state, read
