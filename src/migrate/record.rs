@@ -125,9 +125,12 @@ pub struct PhaseTimes {
     /// `MPI_Comm_spawn` and the merge, with the application held; for a spawn run in the
     /// background, only the join of the old ranks and the new processes.
     pub spawn: f64,
-    /// Assignment and state transfer.
+    /// Rank 0's sends after the new communicator is made: the assignments and, when
+    /// rank 0 leaves, its state. The ranks that stay do not wait for the others'
+    /// states: each leaving rank sends its own, and the application waits for an
+    /// arrival only where it talks to it.
     pub transfer: f64,
-    /// Split into the new communicator and freeing the temporary ones.
+    /// The split into the new communicator (made before any state moves).
     pub rebuild: f64,
     /// A spawn run in the background: from its start until the ranks saw it complete
     /// (and the checkpoint written meanwhile committed), the application computing all
