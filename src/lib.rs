@@ -30,6 +30,7 @@ pub mod availability;
 #[cfg(feature = "mpi")]
 pub mod capi;
 pub mod checkpoint;
+#[cfg(feature = "tools")]
 pub mod emulated_cluster;
 pub mod launcher;
 pub mod lines;
@@ -37,10 +38,14 @@ pub mod matrix;
 pub mod migrate;
 #[cfg(feature = "mpi")]
 pub mod monitor;
+#[cfg(feature = "tools")]
 pub mod output;
 pub mod planner;
+#[cfg(feature = "tools")]
 pub mod report;
+#[cfg(feature = "tools")]
 pub mod rms;
+#[cfg(feature = "tools")]
 pub mod supervisor;
 pub mod topology;
 pub mod treematch;
