@@ -135,7 +135,9 @@ fn max_nodes(report: &RunReport) -> i32 {
 }
 
 /// Where each reconfiguration is marked: its iteration, its colour (migrated or not)
-/// and its label, `#INDEX` and the time of that iteration when it was recorded.
+/// and its label, `#INDEX` and the time of that iteration when it was recorded, and for
+/// a migration the time the ranks were held (`paused 31 ms`; its spawn may have run in
+/// the background, while the ranks computed).
 fn reconfiguration_marks(report: &RunReport) -> Vec<(f64, RGBColor, String)> {
     report
         .reconfigurations
@@ -152,7 +154,16 @@ fn reconfiguration_marks(report: &RunReport) -> Vec<(f64, RGBColor, String)> {
                 .find(|i| i.iteration == r.iteration)
                 .map(|i| format!(" {:.2} s", i.total()))
                 .unwrap_or_default();
-            (r.iteration as f64, color, format!("#{}{time}", r.index))
+            let pause = if r.phases.pause > 0.0 {
+                format!(", paused {:.0} ms", r.phases.pause * 1e3)
+            } else {
+                String::new()
+            };
+            (
+                r.iteration as f64,
+                color,
+                format!("#{}{time}{pause}", r.index),
+            )
         })
         .collect()
 }
