@@ -2,15 +2,20 @@
 //!
 //! Three input formats (see [`MatrixFormat`]): TreeMatch's dense text format, a
 //! directory of Open MPI monitoring dumps (`NAME.RANK.prof`) and a sparse edge list.
-//! The mapper works on the symmetrised matrix M + Mᵀ ([`CommMatrix::symmetric`]).
+//! The mapper works on the symmetrised matrix M + Mᵀ ([`CommMatrix::symmetric`]), a
+//! petgraph compressed-row graph ([`SymGraph`], [`CommGraph`]). A matrix comes from and
+//! goes to `ndarray` arrays ([`CommMatrix::from_array`], [`CommMatrix::to_array`]).
 //!
 //! ```
+//! use ndarray::array;
 //! use rankmig::matrix::CommMatrix;
 //! let m = CommMatrix::parse_dense("0 5\n3 0\n", "inline").unwrap();
 //! assert_eq!(m.order(), 2);
 //! assert_eq!(m.get(0, 1), 5.0);
+//! assert_eq!(m.to_array(), array![[0.0, 5.0], [3.0, 0.0]]);
 //! let g = m.symmetric();
 //! assert_eq!(g.neighbors(0).next(), Some((1, 8.0)));
+//! assert_eq!(g.as_csr().node_count(), 2);
 //! ```
 
 mod dense;
@@ -23,7 +28,9 @@ mod reader;
 
 use std::path::{Path, PathBuf};
 
-pub use graph::SymGraph;
+use ndarray::{Array1, Array2, ArrayView2};
+
+pub use graph::{CommGraph, GraphError, SymGraph};
 pub use reader::MAX_LINE_BYTES;
 
 /// Most ranks a matrix may have: a rank number in an edge list or a monitoring dump
@@ -97,6 +104,12 @@ impl std::str::FromStr for MatrixFormat {
 
 /// A directed communication matrix, stored sparsely by rows: entry (i, j) is the volume
 /// rank i sent to rank j. The diagonal is always 0.
+///
+/// The dense form is an `ndarray` [`Array2`] ([`CommMatrix::from_array`],
+/// [`CommMatrix::to_array`]), but the matrix is not stored that way: the readers fill
+/// compressed rows as they parse, which hold only the nonzeros (a 16384-rank stencil
+/// takes 1 MiB instead of the 2 GiB of its n² dense array) and which the symmetrised
+/// graph is built from in one pass.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommMatrix {
     order: usize,
@@ -166,15 +179,52 @@ impl CommMatrix {
         })
     }
 
-    /// Builds a matrix from dense rows (`rows[i][j]` = volume i → j).
-    pub fn from_dense(rows: &[Vec<f64>]) -> Self {
-        let order = rows.len();
-        Self::from_triples(
-            order,
-            rows.iter()
-                .enumerate()
-                .flat_map(|(i, r)| r.iter().enumerate().map(move |(j, &w)| (i, j, w))),
-        )
+    /// Builds a matrix from a dense `ndarray` (a view: nothing is copied but the
+    /// nonzeros), `dense[[i, j]]` = volume i → j; the diagonal and zeros are dropped.
+    /// The array must be square and its values finite and non-negative, adding up to
+    /// at most [`MAX_TOTAL_VOLUME`].
+    ///
+    /// ```
+    /// use ndarray::array;
+    /// use rankmig::matrix::CommMatrix;
+    /// let m = CommMatrix::from_array(array![[0.0, 2.0], [1.0, 9.0]].view()).unwrap();
+    /// assert_eq!((m.get(0, 1), m.get(1, 1), m.nonzeros()), (2.0, 0.0, 2));
+    /// assert!(CommMatrix::from_array(array![[0.0, -1.0], [0.0, 0.0]].view()).is_err());
+    /// ```
+    pub fn from_array(dense: ArrayView2<'_, f64>) -> Result<Self, MatrixError> {
+        let (rows, columns) = dense.dim();
+        if rows != columns {
+            return Err(MatrixError::ArrayNotSquare { rows, columns });
+        }
+        if rows > MAX_RANKS {
+            return Err(MatrixError::ArrayTooLarge { order: rows });
+        }
+        let mut triples = Vec::new();
+        for ((i, j), &value) in dense.indexed_iter() {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(MatrixError::ArrayValue {
+                    row: i,
+                    column: j,
+                    value,
+                });
+            }
+            if value != 0.0 && i != j {
+                triples.push((i as u32, j as u32, value));
+            }
+        }
+        Self::from_u32_triples(rows, triples, "array")
+    }
+
+    /// The dense form: `to_array()[[i, j]]` = volume i → j (n² values: for the mapper,
+    /// use [`CommMatrix::symmetric`], which keeps the nonzeros only).
+    pub fn to_array(&self) -> Array2<f64> {
+        let mut dense = Array2::zeros((self.order, self.order));
+        for i in 0..self.order {
+            for (j, w) in self.row(i) {
+                dense[[i, j]] = w;
+            }
+        }
+        dense
     }
 
     /// Reads a matrix from a file or directory. `format` may be [`MatrixFormat::Auto`].
@@ -259,9 +309,10 @@ impl CommMatrix {
     /// Writes the matrix in TreeMatch's dense format (integers when the values are whole).
     pub fn write_dense(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
         let mut line = String::new();
+        let mut dense = Array1::zeros(self.order);
         for i in 0..self.order {
             line.clear();
-            let mut dense = vec![0.0; self.order];
+            dense.fill(0.0);
             for (j, w) in self.row(i) {
                 dense[j] = w;
             }
@@ -441,6 +492,30 @@ pub enum MatrixError {
         found: usize,
         /// Expected count.
         expected: usize,
+    },
+    /// An array given as a matrix is not square ([`CommMatrix::from_array`]).
+    #[error("the array is {rows}×{columns}, not square")]
+    ArrayNotSquare {
+        /// Its rows.
+        rows: usize,
+        /// Its columns.
+        columns: usize,
+    },
+    /// An array given as a matrix has more than [`MAX_RANKS`] rows.
+    #[error("the array has {order} rows, above the limit of {} ranks", MAX_RANKS)]
+    ArrayTooLarge {
+        /// Its rows.
+        order: usize,
+    },
+    /// An array given as a matrix holds a value that is not a finite non-negative number.
+    #[error("array[{row}, {column}] = {value} is not a non-negative number")]
+    ArrayValue {
+        /// Row of the value.
+        row: usize,
+        /// Column of the value.
+        column: usize,
+        /// The value.
+        value: f64,
     },
     /// A line does not have the expected fields.
     #[error("{origin}:{line}: expected {expected}, found '{found}'")]

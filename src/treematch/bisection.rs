@@ -140,7 +140,17 @@ impl Placer<'_> {
     }
 }
 
-/// A weighted graph in compressed rows, with vertex weights.
+/// A weighted graph in compressed rows, with vertex weights: the scratch graph of one
+/// bisection (the ranks to split, then its coarser and coarser matchings).
+///
+/// It stays hand-made rather than a `petgraph::csr::Csr<u64, f64, Undirected>` (the
+/// communication graph itself, [`SymGraph`], is one): petgraph's `Csr` is built only
+/// from rows sorted by neighbour, while these rows are in the order the neighbours
+/// are met (local numbering for [`Csr::induced`], matching order for
+/// [`Csr::contract`]), an order that the heavy-edge matching's and the growth's
+/// tie-breaks follow. Sorting every row of every level would add a sort to each
+/// bisection (not measured: this graph was left out of the change to petgraph) and move
+/// the tie-breaks, hence the placements.
 struct Csr {
     offsets: Vec<usize>,
     targets: Vec<u32>,

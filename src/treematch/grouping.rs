@@ -9,6 +9,8 @@
 //! greedy growth (seed = heaviest free unit, then repeatedly the free unit with the
 //! largest communication towards the group) followed by swap refinement between groups.
 
+use ndarray::Array2;
+
 use crate::matrix::SymGraph;
 
 /// What the groups of a level must look like.
@@ -392,16 +394,7 @@ fn refine_with_table(
     let m = graph.order();
     let g_count = groups.len();
     let (mut group_of, mut position) = membership(groups, m);
-    // weight[x * g_count + g]: weight from x to the units of g; links: how many of them.
-    let mut weight = vec![0.0f64; m * g_count];
-    let mut links = vec![0u32; m * g_count];
-    for x in 0..m {
-        for (y, w) in graph.neighbors(x) {
-            let slot = x * g_count + group_of[y] as usize;
-            weight[slot] += w;
-            links[slot] += 1;
-        }
-    }
+    let mut table = GroupTable::new(graph, &group_of, g_count);
     let mut to_u = vec![0.0f64; m];
     let mut budget = super::refine::work_budget(graph, 8);
     let mut towards = GroupWeights::new(g_count);
@@ -413,8 +406,7 @@ fn refine_with_table(
             }
             budget = budget.saturating_sub(graph.degree(u));
             let a = group_of[u] as usize;
-            let row_u = &weight[u * g_count..(u + 1) * g_count];
-            let links_u = &links[u * g_count..(u + 1) * g_count];
+            let (row_u, links_u) = (table.weight.row(u), table.links.row(u));
             let w_ua = row_u[a];
             // The heaviest other group with a neighbour of u, the lowest on ties.
             let mut other: Option<(usize, f64)> = None;
@@ -440,8 +432,8 @@ fn refine_with_table(
                 }
                 budget = budget.saturating_sub(graph.degree(vi));
                 let w_uv = to_u[vi];
-                let w_va = weight[vi * g_count + a] - w_uv;
-                let w_vb = weight[vi * g_count + b];
+                let w_va = table.weight[[vi, a]] - w_uv;
+                let w_vb = table.weight[[vi, b]];
                 if let Some(gain) = swap_gain(w_ua, w_ub, w_va, w_vb, w_uv)
                     && best.is_none_or(|(g, _)| gain > g)
                 {
@@ -458,11 +450,6 @@ fn refine_with_table(
                 let (w_ua, w_ub) = (towards.get(a), towards.get(b));
                 let (w_va, w_vb, w_uv) = weights_of(graph, vi, a as u32, b as u32, u, &group_of);
                 if swap_gain(w_ua, w_ub, w_va, w_vb, w_uv).is_some() {
-                    let mut table = GroupTable {
-                        weight: &mut weight,
-                        links: &mut links,
-                        groups: g_count,
-                    };
                     table.moved(graph, u, a, b);
                     table.moved(graph, vi, b, a);
                     swap(groups, &mut group_of, &mut position, u, vi);
@@ -487,23 +474,36 @@ fn swap_gain(w_ua: f64, w_ub: f64, w_va: f64, w_vb: f64, w_uv: f64) -> Option<f6
     (gain > 1e-9 * (1.0 + w_ub)).then_some(gain)
 }
 
-/// [`refine_with_table`]'s table: `weight[x * groups + g]`, the weight from unit x to
-/// the units of group g, and `links[..]`, how many of them x has an edge to.
-struct GroupTable<'a> {
-    weight: &'a mut [f64],
-    links: &'a mut [u32],
-    groups: usize,
+/// [`refine_with_table`]'s table: `weight[[x, g]]`, the weight from unit x to the
+/// units of group g, and `links[[x, g]]`, how many of them x has an edge to.
+struct GroupTable {
+    weight: Array2<f64>,
+    links: Array2<u32>,
 }
 
-impl GroupTable<'_> {
+impl GroupTable {
+    /// The table of the units of `graph` in groups `group_of` (`groups` groups).
+    fn new(graph: &SymGraph, group_of: &[u32], groups: usize) -> Self {
+        let units = graph.order();
+        let mut weight = Array2::<f64>::zeros((units, groups));
+        let mut links = Array2::<u32>::zeros((units, groups));
+        for x in 0..units {
+            for (y, w) in graph.neighbors(x) {
+                let slot = [x, group_of[y] as usize];
+                weight[slot] += w;
+                links[slot] += 1;
+            }
+        }
+        Self { weight, links }
+    }
+
     /// `unit` moved from group `from` to group `to`: its neighbours' rows follow.
     fn moved(&mut self, graph: &SymGraph, unit: usize, from: usize, to: usize) {
         for (x, w) in graph.neighbors(unit) {
-            let row = x * self.groups;
-            self.weight[row + from] -= w;
-            self.weight[row + to] += w;
-            self.links[row + from] -= 1;
-            self.links[row + to] += 1;
+            self.weight[[x, from]] -= w;
+            self.weight[[x, to]] += w;
+            self.links[[x, from]] -= 1;
+            self.links[[x, to]] += 1;
         }
     }
 }

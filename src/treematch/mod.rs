@@ -242,7 +242,7 @@ fn bottom_up(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Vec<usize> 
     };
     let shapes = vertex_shapes(tree);
     let depth = tree.depth();
-    let mut current = pad(graph, tree.leaf_count());
+    let mut current = graph.clone().with_isolated_up_to(tree.leaf_count());
     let mut unit_shape = vec![shapes[depth][0]; tree.leaf_count()];
     // members[level][group] = units of the level below forming that group
     let mut members_per_level: Vec<Vec<Vec<u32>>> = vec![Vec::new(); depth];
@@ -276,20 +276,6 @@ fn bottom_up(graph: &SymGraph, tree: &Tree, options: &MapOptions) -> Vec<usize> 
     );
     leaf_of_unit.truncate(graph.order());
     leaf_of_unit
-}
-
-/// `graph` with isolated virtual vertices appended up to `n` vertices.
-fn pad(graph: &SymGraph, n: usize) -> SymGraph {
-    if graph.order() == n {
-        return graph.clone();
-    }
-    let mut triples = Vec::with_capacity(graph.adjacency_len());
-    for v in 0..graph.order() {
-        for (u, w) in graph.neighbors(v) {
-            triples.push((v as u32, u as u32, w));
-        }
-    }
-    SymGraph::from_sorted_pairs(n, triples)
 }
 
 /// Shape id of every vertex of every level: equal ids = isomorphic subtrees.

@@ -1,5 +1,7 @@
 //! Hop-bytes refinement of a finished mapping, and brute force for tiny trees.
 
+use ndarray::Array2;
+
 use crate::matrix::SymGraph;
 use crate::topology::Tree;
 
@@ -229,12 +231,10 @@ fn swap_refine_all_leaves(
 /// differ, so the hop-bytes change of a swap is read from a few entries per level.
 struct VertexWeights {
     depth: usize,
-    /// Entries per rank: the vertices of levels 1..=depth, level after level.
-    width: usize,
     /// `slots[leaf * depth + k]` = entry of the ancestor of `leaf` at level k + 1.
     slots: Vec<u32>,
-    /// `weight[r * width + slot]`.
-    weight: Vec<f64>,
+    /// `weight[[r, slot]]`: weight from rank r to the ranks under that vertex.
+    weight: Array2<f64>,
 }
 
 impl VertexWeights {
@@ -253,8 +253,8 @@ impl VertexWeights {
             first += tree.width(level);
         }
         let width = first;
-        let mut weight = vec![0.0f64; n * width];
-        for (u, row) in weight.chunks_exact_mut(width).enumerate() {
+        let mut weight = Array2::<f64>::zeros((n, width));
+        for (u, mut row) in weight.outer_iter_mut().enumerate() {
             for (x, w) in graph.neighbors(u) {
                 let lx = leaf_of_rank[x];
                 for &slot in &slots[lx * depth..(lx + 1) * depth] {
@@ -264,7 +264,6 @@ impl VertexWeights {
         }
         Self {
             depth,
-            width,
             slots,
             weight,
         }
@@ -288,14 +287,14 @@ impl VertexWeights {
     #[inline]
     fn swap_delta(&self, u: usize, a: usize, b: usize, v: u32, w_uv: f64) -> f64 {
         let (sa, sb) = self.apart(a, b);
-        let row_u = &self.weight[u * self.width..(u + 1) * self.width];
+        let row_u = self.weight.row(u);
         // u leaves the subtrees of a (its edges there get longer) for those of b.
         let mut change = 0.0;
         for (&x, &y) in sa.iter().zip(sb) {
             change += row_u[x as usize] - row_u[y as usize];
         }
         if v != EMPTY {
-            let row_v = &self.weight[v as usize * self.width..(v as usize + 1) * self.width];
+            let row_v = self.weight.row(v as usize);
             for (&x, &y) in sa.iter().zip(sb) {
                 change += row_v[y as usize] - row_v[x as usize];
             }
@@ -312,7 +311,7 @@ impl VertexWeights {
             .find(|&k| self.slots[a * d + k] != self.slots[b * d + k])
             .unwrap_or(d);
         for (x, w) in graph.neighbors(u) {
-            let row = &mut self.weight[x * self.width..(x + 1) * self.width];
+            let mut row = self.weight.row_mut(x);
             for j in k..d {
                 row[self.slots[a * d + j] as usize] -= w;
                 row[self.slots[b * d + j] as usize] += w;
@@ -360,25 +359,18 @@ fn kl_pass(
 ) -> bool {
     let n = graph.order();
     let leaves = occupant.len();
-    let mut weight = vec![0.0f64; n * n];
+    let mut weight = Array2::<f64>::zeros((n, n));
     for u in 0..n {
         for (x, w) in graph.neighbors(u) {
-            weight[u * n + x] = w;
+            weight[[u, x]] = w;
         }
     }
-    let mut hops = vec![0.0f64; leaves * leaves];
-    for a in 0..leaves {
-        for b in 0..leaves {
-            hops[a * leaves + b] = dist.hops(a, b);
-        }
-    }
-    let mut cost = vec![0.0f64; n * leaves];
-    for u in 0..n {
+    let hops = Array2::from_shape_fn((leaves, leaves), |(a, b)| dist.hops(a, b));
+    let mut cost = Array2::<f64>::zeros((n, leaves));
+    for (u, mut cost_u) in cost.outer_iter_mut().enumerate() {
         for (x, w) in graph.neighbors(u) {
-            let lx = leaf_of_rank[x];
-            for l in 0..leaves {
-                cost[u * leaves + l] += w * hops[l * leaves + lx];
-            }
+            // cost[u][l] += w · hops[l][x's leaf], for every leaf l.
+            cost_u.scaled_add(w, &hops.column(leaf_of_rank[x]));
         }
     }
     let mut locked = vec![false; n];
@@ -388,7 +380,7 @@ fn kl_pass(
         let mut best: Option<(f64, usize, usize)> = None;
         for u in (0..n).filter(|&u| !locked[u]) {
             let a = leaf_of_rank[u];
-            let cu = &cost[u * leaves..(u + 1) * leaves];
+            let cu = cost.row(u);
             for (b, &v) in occupant.iter().enumerate() {
                 if b == a || (v != EMPTY && locked[v as usize]) {
                     continue;
@@ -396,8 +388,7 @@ fn kl_pass(
                 let mut delta = cu[b] - cu[a];
                 if v != EMPTY {
                     let v = v as usize;
-                    delta += cost[v * leaves + a] - cost[v * leaves + b]
-                        + 2.0 * weight[u * n + v] * hops[a * leaves + b];
+                    delta += cost[[v, a]] - cost[[v, b]] + 2.0 * weight[[u, v]] * hops[[a, b]];
                 }
                 if best.is_none_or(|(d, _, _)| delta < d) {
                     best = Some((delta, u, b));
@@ -408,22 +399,21 @@ fn kl_pass(
         let a = leaf_of_rank[u];
         let v = occupant[b];
         apply_swap(leaf_of_rank, occupant, a, b);
-        // u went a -> b, v (if any) b -> a: every rank's cost table follows.
-        for x in 0..n {
-            let wu = weight[x * n + u];
+        // u went a -> b, v (if any) b -> a: every rank's cost table follows, by
+        // (w(x,u) - w(x,v)) · (hops[l][b] - hops[l][a]) at leaf l.
+        let longer = &hops.column(b) - &hops.column(a);
+        for (x, mut cost_x) in cost.outer_iter_mut().enumerate() {
+            let wu = weight[[x, u]];
             let wv = if v == EMPTY {
                 0.0
             } else {
-                weight[x * n + v as usize]
+                weight[[x, v as usize]]
             };
             let diff = wu - wv;
             if diff == 0.0 {
                 continue;
             }
-            let row = &mut cost[x * leaves..(x + 1) * leaves];
-            for (l, c) in row.iter_mut().enumerate() {
-                *c += diff * (hops[l * leaves + b] - hops[l * leaves + a]);
-            }
+            cost_x.scaled_add(diff, &longer);
         }
         locked[u] = true;
         if v != EMPTY {
