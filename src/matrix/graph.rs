@@ -20,6 +20,14 @@ pub type CommGraph = Csr<(), f64, Undirected, u32>;
 /// [`Csr::edges_slice`]); [`SymGraph::from_csr`] checks a graph built elsewhere and
 /// [`SymGraph::as_csr`] / [`SymGraph::into_csr`] give it back for petgraph's algorithms.
 ///
+/// The `Csr` has the layout of the hand-made rows it replaced (row offsets, `u32`
+/// neighbours, `f64` weights). On `benches/mapper.rs` (24 cases, main's binary and this
+/// one run back to back on a shared, loaded 2-core machine) the quietest run put no
+/// case above 1.08 of the old median; the four 1024-rank cases at 1.05–1.08 there came
+/// out at 0.996–1.018 on the best sample of four runs of each binary, so the mapper
+/// keeps no private graph type. Contraction sorts each new row (the `Csr` is
+/// built from sorted rows only).
+///
 /// ```
 /// use petgraph::visit::EdgeRef;
 /// use rankmig::matrix::{CommGraph, CommMatrix, SymGraph};
@@ -100,12 +108,12 @@ impl SymGraph {
                 triples.push((j as u32, i as u32, w));
             }
         }
-        Self::from_sorted_pairs(n, triples)
+        Self::from_pairs(n, triples)
     }
 
     /// Builds a graph of `n` vertices from both-direction `(i, j, w)` triples in any
     /// order (sorted here; repeated pairs add up). Indices must be `< n`.
-    pub fn from_sorted_pairs(n: usize, mut triples: Vec<(u32, u32, f64)>) -> Self {
+    pub fn from_pairs(n: usize, mut triples: Vec<(u32, u32, f64)>) -> Self {
         triples.sort_unstable_by_key(|&(i, j, _)| (i, j));
         add_up_repeated_pairs(&mut triples);
         Self::from_sorted_unique(n, &triples)
@@ -217,7 +225,7 @@ impl SymGraph {
                 }
             }
         }
-        SymGraph::from_sorted_pairs(vertices.len(), triples)
+        SymGraph::from_pairs(vertices.len(), triples)
     }
 
     /// Contracts the graph: vertex v becomes `group[v]` (in `0..groups`); weights

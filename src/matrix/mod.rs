@@ -538,3 +538,47 @@ pub enum MatrixError {
         problem: String,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array2, array, s};
+
+    #[test]
+    fn a_matrix_read_from_a_file_round_trips_through_its_array() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/matrices/cg.S.16.mat");
+        let read = CommMatrix::load(&path, MatrixFormat::Dense).unwrap();
+        let dense = read.to_array();
+        assert_eq!(dense.dim(), (16, 16));
+        assert_eq!(dense.sum(), read.total());
+        assert_eq!(CommMatrix::from_array(dense.view()).unwrap(), read);
+    }
+
+    #[test]
+    fn a_strided_view_is_read_without_a_copy_of_the_array() {
+        // Every other row and column of a 4×4 array: a view with strides 8 and 2.
+        let big = Array2::from_shape_fn((4, 4), |(i, j)| (4 * i + j) as f64);
+        let m = CommMatrix::from_array(big.slice(s![..;2, ..;2])).unwrap();
+        assert_eq!(m.to_array(), array![[0.0, 2.0], [8.0, 0.0]]);
+    }
+
+    #[test]
+    fn an_array_that_is_not_a_matrix_is_refused() {
+        let wide = Array2::<f64>::zeros((2, 3));
+        assert!(matches!(
+            CommMatrix::from_array(wide.view()),
+            Err(MatrixError::ArrayNotSquare {
+                rows: 2,
+                columns: 3
+            })
+        ));
+        let nan = array![[0.0, f64::NAN], [0.0, 0.0]];
+        let e = CommMatrix::from_array(nan.view()).unwrap_err().to_string();
+        assert_eq!(e, "array[0, 1] = NaN is not a non-negative number");
+        let huge = array![[0.0, 1e300], [1e300, 0.0]];
+        assert!(matches!(
+            CommMatrix::from_array(huge.view()),
+            Err(MatrixError::TotalTooLarge { .. })
+        ));
+    }
+}
