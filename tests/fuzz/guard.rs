@@ -1,5 +1,6 @@
-//! The allocator of the fuzz test binary: the system allocator, recording the largest
-//! single request since the last reset, so that an input making a parser allocate in
+//! The allocator of the integration-test binary (`tests/it`, which holds the fuzz
+//! tests): the system allocator, recording per thread the largest single request since
+//! the last reset, so that an input making a parser allocate in
 //! proportion to a number it read (instead of to its own length) is a finding. A
 //! request above [`ABORT_ABOVE`] is refused after printing the input being run, so a
 //! finding that would exhaust the machine still names its input.

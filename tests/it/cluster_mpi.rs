@@ -7,7 +7,7 @@
 //! descendants of `rankmig run` whose executable is the Jacobi example, and each one's
 //! host is the host name of its UTS namespace (`nsenter -t PID -u hostname`).
 
-mod common;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{is_zombie, jacobi, mpi_lock, namespaces_available, per_host, rankmig};
+use crate::support::{is_zombie, jacobi, mpi_lock, namespaces_available, per_host, rankmig};
 use rankmig::supervisor::supervise::descendants;
 
 const SIZE: &str = "128";
@@ -208,13 +208,13 @@ impl Cluster {
 
     /// Ranks per host of placement file `name` of the run directory.
     fn planned(&self, name: &str) -> BTreeMap<String, usize> {
-        common::placement_per_host(&self.run_dir().join(name))
+        support::placement_per_host(&self.run_dir().join(name))
     }
 }
 
 /// The live Jacobi processes below `root` and their hosts, read from outside.
 fn live_hosts(root: u32) -> BTreeMap<u32, String> {
-    common::live_hosts(root, jacobi())
+    support::live_hosts(root, jacobi())
 }
 
 fn wait_until(what: &str, limit: Duration, ready: impl Fn() -> bool) {
@@ -261,7 +261,7 @@ fn finish(cluster: &Cluster, child: Child) -> Output {
 /// Asserts that `out` is a successful run whose checksum is that of a plain run of the
 /// same MPI for as many iterations.
 fn assert_result_of_a_plain_run(out: &Output) {
-    common::assert_same_as_plain_run(out, 4, jacobi(), &["--size", SIZE], &[]);
+    support::assert_same_as_plain_run(out, 4, jacobi(), &["--size", SIZE], &[]);
 }
 
 /// True when the MPI under test moves ranks across hosts live, by spawning; false when
@@ -269,7 +269,7 @@ fn assert_result_of_a_plain_run(out: &Output) {
 /// `Capabilities::spawn_across_daemons`) and a migration relaunches the job from a
 /// checkpoint instead.
 fn migrates_live_across_hosts() -> bool {
-    rankmig::launcher::launcher(common::mpi())
+    rankmig::launcher::launcher(support::mpi())
         .capabilities()
         .spawn_across_daemons
 }
@@ -355,7 +355,7 @@ fn ranks_follow_the_availability_across_hosts() {
     assert_eq!(refusal["outcome"], "refused", "{refusal}");
     let detail = refusal["detail"].as_str().unwrap_or_default();
     assert!(detail.contains(":4: host 'h9'"), "{detail}");
-    assert!(detail.contains(common::mpi().title()), "{detail}");
+    assert!(detail.contains(support::mpi().title()), "{detail}");
     assert_processes_follow(&cluster, root, "placement-0.txt");
 
     // Drop h2; add a fifth host; drop two.
@@ -407,7 +407,7 @@ fn a_rank_the_launcher_maps_elsewhere_stops_the_job() {
     if !namespaces_available() {
         return;
     }
-    if common::mpi() != rankmig::launcher::MpiImplementation::Mpich {
+    if support::mpi() != rankmig::launcher::MpiImplementation::Mpich {
         eprintln!("SKIPPED: only MPICH's -ppn maps the ranks otherwise than rankmig's host file");
         return;
     }
@@ -420,7 +420,7 @@ fn a_rank_the_launcher_maps_elsewhere_stops_the_job() {
     let root = child.id();
     let mut job = Vec::new();
     let start = Instant::now();
-    while common::process_state(root).is_some_and(|s| s != 'Z') {
+    while support::process_state(root).is_some_and(|s| s != 'Z') {
         for p in descendants(root) {
             if !job.contains(&p) {
                 job.push(p);
@@ -595,7 +595,7 @@ fn a_killed_rank_restarts_on_the_same_hosts() {
     // only in a line it does not always print when its proxies abort. Open MPI 5's
     // prterun names no rank (its ranks report MPI_ERR_PROC_FAILED): the restart is
     // the same, the message says that no rank was named (docs/limits.md).
-    let how = match common::mpi() {
+    let how = match support::mpi() {
         rankmig::launcher::MpiImplementation::Mpich => Some(""),
         rankmig::launcher::MpiImplementation::OpenMpi5 => None,
         rankmig::launcher::MpiImplementation::OpenMpi4 => Some(" was killed by signal 9 (SIGKILL)"),
@@ -658,7 +658,7 @@ fn fault_during_a_migration(fault: Fault) {
     if !migrates_live_across_hosts() {
         eprintln!(
             "SKIPPED: {} moves ranks across hosts by a relaunch, not a spawn",
-            common::mpi().title()
+            support::mpi().title()
         );
         return;
     }
@@ -666,9 +666,9 @@ fn fault_during_a_migration(fault: Fault) {
     let cluster = Cluster::new(&["h1", "h2", "h3"], "h1 2\nh2 2\n");
     let dir = cluster.dir.path();
     let spawns = if fault == Fault::RankKilledDuringSpawn {
-        common::StoppingSpawns::build_delayed(dir, jacobi(), 2)
+        support::StoppingSpawns::build_delayed(dir, jacobi(), 2)
     } else {
-        common::StoppingSpawns::build(dir, jacobi())
+        support::StoppingSpawns::build(dir, jacobi())
     };
     let env = [("RANKMIG_SPAWN_PROGRAM", spawns.script.as_path())];
     let child = cluster.launch_with(4, &[], Some("synthetic:core:4 pu:1"), &env);
@@ -701,8 +701,8 @@ fn fault_during_a_migration(fault: Fault) {
         Fault::SigtermToRankmig => (root, libc::SIGTERM),
     };
     if fault == Fault::LauncherKilled {
-        let name = common::process_name(victim).unwrap_or_default();
-        let launcher = rankmig::launcher::launcher(common::mpi()).program();
+        let name = support::process_name(victim).unwrap_or_default();
+        let launcher = rankmig::launcher::launcher(support::mpi()).program();
         assert!(
             name.starts_with(launcher),
             "rankmig run's child is {name}, not {launcher}"
@@ -801,7 +801,7 @@ fn ranks_go_back_to_a_host_they_left() {
         return;
     }
     let _lock = mpi_lock();
-    let live_spawn_back = rankmig::launcher::launcher(common::mpi())
+    let live_spawn_back = rankmig::launcher::launcher(support::mpi())
         .capabilities()
         .spawn_onto_left_host;
     let cluster = Cluster::new(&["n1", "n2", "n3", "n4", "n5"], "n1 2\nn2 2\nn3 2\nn4 2\n");
@@ -829,7 +829,7 @@ fn ranks_go_back_to_a_host_they_left() {
         let second = &cluster.records()[1];
         assert_eq!(second["outcome"], "relaunch", "{second}");
         let detail = second["detail"].to_string();
-        assert!(detail.contains(common::mpi().title()), "{detail}");
+        assert!(detail.contains(support::mpi().title()), "{detail}");
         let name = moves.placement_of(&cluster, second);
         assert!(!cluster.planned(&name).contains_key("n5"));
         assert_processes_follow(&cluster, root, &name);
@@ -857,7 +857,7 @@ fn ranks_go_back_to_a_host_they_left() {
     assert_eq!(second["outcome"], "relaunch", "{second}");
     let detail = second["detail"].to_string();
     assert!(detail.contains("n1"), "{detail}");
-    assert!(detail.contains(common::mpi().title()), "{detail}");
+    assert!(detail.contains(support::mpi().title()), "{detail}");
     let out = restarted_without(&cluster, child, "n5");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("relaunching the job"), "{stderr}");
@@ -875,7 +875,7 @@ fn a_lent_host_outside_the_allocation() {
     let _lock = mpi_lock();
     let cluster = Cluster::new(&["h1", "h2"], "h1 2\nh2 2\n");
     let child = cluster.start(4, &["--allow-new-hosts"]);
-    if !rankmig::launcher::launcher(common::mpi())
+    if !rankmig::launcher::launcher(support::mpi())
         .capabilities()
         .add_hosts
     {
@@ -883,7 +883,7 @@ fn a_lent_host_outside_the_allocation() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{stderr}");
         assert!(stderr.contains("--allow-new-hosts"), "{stderr}");
-        assert!(stderr.contains(common::mpi().title()), "{stderr}");
+        assert!(stderr.contains(support::mpi().title()), "{stderr}");
         return;
     }
     let root = child.id();

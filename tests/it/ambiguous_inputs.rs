@@ -3,11 +3,9 @@
 //! turn into `inf`/`NaN`, and host or availability values that would change the meaning
 //! of a written file are refused with the file, line and value.
 
-mod common;
-
 use std::path::Path;
 
-use common::limited::{rankmig_limited, stderr};
+use crate::support::limited::{rankmig_limited, stderr};
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);

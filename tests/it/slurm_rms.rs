@@ -8,7 +8,7 @@
 //! Where the host of a process matters it is read from outside the process, from its
 //! UTS namespace. The tests share the four nodes: they run one at a time.
 
-mod common;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -17,7 +17,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use common::{has_committed_epoch, jacobi};
+use crate::support::{has_committed_epoch, jacobi};
 use rankmig::allocation::Allocation;
 
 /// Slurm's client configuration, once the emulated Slurm answers.
@@ -26,7 +26,7 @@ fn slurm_conf() -> Option<&'static Path> {
     CONF.get_or_init(|| {
         // A machine without UTS namespaces cannot emulate nodes: skipped (said so),
         // whatever RANKMIG_REQUIRE_SLURM says.
-        if !common::namespaces_available() {
+        if !support::namespaces_available() {
             return None;
         }
         let out = emulated_slurm("start");
@@ -114,7 +114,7 @@ fn job_hosts(run_dir: &Path) -> BTreeMap<u32, String> {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == marker.as_bytes()))
         })
-        .filter(|pid| !common::is_zombie(*pid))
+        .filter(|pid| !support::is_zombie(*pid))
         .filter_map(|pid| rankmig::emulated_cluster::host_of(pid).map(|h| (pid, h)))
         .collect()
 }
@@ -208,7 +208,7 @@ impl SlurmJob {
     }
 
     fn hosts(&self) -> BTreeMap<String, usize> {
-        common::per_host(&job_hosts(&self.run_dir()))
+        support::per_host(&job_hosts(&self.run_dir()))
     }
 
     /// Waits until the 8 ranks run and rank 0 has recorded iterations.
@@ -234,7 +234,7 @@ impl SlurmJob {
             })
             .max()
             .expect("a relaunch placement");
-        common::placement_per_host(&self.run_dir().join(newest.1))
+        support::placement_per_host(&self.run_dir().join(newest.1))
     }
 
     /// The job's node list in `squeue`.
@@ -264,7 +264,7 @@ impl Drop for SlurmJob {
     /// (a killed salloc does not give it back).
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            common::job::kill_tree(&mut child);
+            support::job::kill_tree(&mut child);
             let out = self.output_of(child);
             eprintln!("the job's output:\n{}", stderr(&out));
             let _ = slurm_command("scancel", &["--name", &job_name(&self.dir)]);
@@ -338,7 +338,7 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
     // warnings, 2026-11-26), and `rankmig run` stops a job with a misplaced rank
     // (docs/limits.md). This test is about the drain and the release: with MPICH the
     // ranks only warn, as before that check.
-    let misplaced: &[(&str, &str)] = match common::mpi() {
+    let misplaced: &[(&str, &str)] = match support::mpi() {
         rankmig::launcher::MpiImplementation::Mpich => &[("RANKMIG_MISPLACED", "warn")],
         _ => &[],
     };
@@ -373,7 +373,7 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
         err.contains(&released) || err.contains("Slurm refuses every update of job"),
         "the output says neither that {other} was released nor why not: {err}"
     );
-    common::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
+    support::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
 }
 
 /// Drains the node of rank 0 and waits until the ranks have left it, it is handed back to
@@ -510,7 +510,7 @@ fn a_slurm_that_does_not_answer_is_reported_and_the_job_keeps_its_placement() {
     // Either the command's own timeout or ours ("no answer after 15 s").
     assert!(err.contains("the job keeps its placement"), "{err}");
     assert!(err.contains("slurm answers again"), "{err}");
-    common::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
+    support::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
 }
 
 /// A process stopped with SIGSTOP until this is dropped (SIGCONT), also when a test
@@ -570,5 +570,5 @@ fn a_node_that_dies_under_no_kill_is_left_behind_by_auto_restart() {
     let out = job.finish();
     let err = stderr(&out);
     assert!(err.contains("host(s) n3 lost"), "{err}");
-    common::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
+    support::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
 }

@@ -1,5 +1,6 @@
-//! Helpers shared by the tests that run the Jacobi example under real `mpirun`.
-#![allow(dead_code)]
+//! Helpers shared by the test modules: running the `rankmig` binary and the examples
+//! under real `mpirun`, reading what a job left behind, and the lock that keeps MPI
+//! jobs from running side by side.
 
 pub mod job;
 pub mod limited;
@@ -143,12 +144,8 @@ pub fn mpi() -> rankmig::launcher::MpiImplementation {
 
 /// A plain launch (no rankmig) of `ranks` ranks of `program args` on this host, by the
 /// launcher of the implementation under test, as `rankmig run` would start them on
-/// logical nodes; no `RANKMIG_*` variable of the caller reaches them.
-pub fn plain_launch(ranks: usize, program: &Path, args: &[&str]) -> Command {
-    plain_launch_with(ranks, program, args, &[])
-}
-
-/// [`plain_launch`] with variables every rank sees.
+/// logical nodes, with the variables `env` every rank sees; no other `RANKMIG_*`
+/// variable of the caller reaches them.
 pub fn plain_launch_with(
     ranks: usize,
     program: &Path,

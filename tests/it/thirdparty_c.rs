@@ -5,13 +5,11 @@
 //! HPCC's own verification must not change.
 #![cfg(feature = "mpi")]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
-use common::{checksum, mpi_lock, rankmig};
+use crate::support::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
+use crate::support::{checksum, mpi_lock, rankmig};
 use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
 
 const RANKS: usize = 8;

@@ -4,7 +4,7 @@
 //! Debian's Open MPI 4.1, then with MPICH and Open MPI 5 from PyPI first on `PATH`.
 #![cfg(feature = "mpi")]
 
-mod common;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -59,7 +59,7 @@ fn every_binary_links_the_mpi_of_the_mpicc_first_on_path() {
         "{} missing: build it first (cargo build --release --lib, as scripts/test.sh does)",
         shared.display()
     );
-    for binary in [bin, common::jacobi().to_path_buf(), shared] {
+    for binary in [bin, support::jacobi().to_path_buf(), shared] {
         let libs = linked_libmpi(&binary);
         assert!(!libs.is_empty(), "{} links no libmpi", binary.display());
         for (name, path) in libs {

@@ -11,9 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-mod common;
-
-use common::{checksum, children_of, jacobi, mpi_lock};
+use crate::support::{checksum, children_of, jacobi, mpi_lock};
 use rand::{Rng, SeedableRng};
 use rankmig::checkpoint::epoch::{COMMIT_MARKER, epoch_dir_name, rank_file_name};
 use rankmig::checkpoint::job_dir::job_epochs_dir;

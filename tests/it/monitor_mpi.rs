@@ -3,13 +3,13 @@
 //! rank below at every iteration).
 #![cfg(feature = "mpi")]
 
-mod common;
+use crate::support;
 
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{checksum, jacobi, mpi_lock, rankmig};
+use crate::support::{checksum, jacobi, mpi_lock, rankmig};
 use rankmig::matrix::{CommMatrix, MatrixFormat};
 
 const N: usize = 64;
@@ -230,7 +230,7 @@ fn every_kind_of_send_is_counted_exactly() {
     let v = probe_json(
         probe_mpirun()
             .args(["-np", "4"])
-            .arg(common::example("monitor_probe")),
+            .arg(support::example("monitor_probe")),
     );
     let (p2p, messages, collective) = expected_probe();
     let all: Vec<Vec<f64>> = (0..4)
@@ -276,7 +276,7 @@ fn real_cores() -> usize {
 #[test]
 fn locations_from_the_environment_are_gathered_and_ranks_bound() {
     let _lock = mpi_lock();
-    let probe = common::example("monitor_probe");
+    let probe = support::example("monitor_probe");
     // Two logical nodes of 2 cores each: a (index 0) and b (index 1).
     let ranks = [("a", 0, 0), ("a", 0, 1), ("b", 1, 0), ("b", 1, 1)];
     let mut cmd = probe_mpirun();
@@ -325,7 +325,7 @@ fn a_placement_file_gives_each_rank_its_line() {
         probe_mpirun()
             .args(["-np", "4", "-x"])
             .arg(format!("RANKMIG_PLACEMENT={}", file.display()))
-            .arg(common::example("monitor_probe"))
+            .arg(support::example("monitor_probe"))
             .arg("placement"),
     );
     assert_eq!(v["placement"], text);
@@ -337,7 +337,7 @@ fn availability_edits_are_seen_alike_on_every_rank() {
     let dir = tempfile::tempdir().unwrap();
     let out = probe_mpirun()
         .args(["-np", "4"])
-        .arg(common::example("monitor_probe"))
+        .arg(support::example("monitor_probe"))
         .arg("watch")
         .arg(dir.path())
         .output()

@@ -9,8 +9,10 @@
 //!   (default 1 000 000) from `RANKMIG_FUZZ_SEED` (default 11), for the parsers named
 //!   in `RANKMIG_FUZZ_TARGETS` (default all), starting at input `RANKMIG_FUZZ_FIRST`
 //!   (default 0; to resume or split a run), with a progress line every 100 000 inputs.
-//!   Run it with `cargo test --release --test fuzz_parsers -- --ignored --nocapture`.
+//!   Run it with `cargo test --release --test it -- fuzz_parsers:: --ignored --nocapture`.
 
+// The fuzz driver stays in tests/fuzz/, beside its corpus in tests/fuzz_corpus/.
+#[path = "../fuzz/mod.rs"]
 mod fuzz;
 
 use std::path::Path;

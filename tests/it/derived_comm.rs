@@ -3,13 +3,13 @@
 //! live on logical nodes under real `mpirun`: the result is that of a plain run.
 #![cfg(feature = "mpi")]
 
-mod common;
+use crate::support;
 
 use std::fs;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{example, mpi_lock, rankmig};
+use crate::support::{example, mpi_lock, rankmig};
 
 fn wait_until(what: &str, ready: impl Fn() -> bool) {
     let start = Instant::now();
@@ -62,5 +62,5 @@ fn a_split_communicator_is_rebuilt_after_a_migration() {
     let out = child.wait_with_output().expect("rankmig run ends");
     let ckpt = d.join("plain-ckpt").display().to_string();
     let env = [("RANKMIG_CKPT_DIR".to_owned(), ckpt)];
-    common::assert_same_as_plain_run(&out, 4, &program, &[], &env);
+    support::assert_same_as_plain_run(&out, 4, &program, &[], &env);
 }

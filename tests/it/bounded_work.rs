@@ -2,11 +2,9 @@
 //! `rankmig` binary under an address-space cap and a time limit, so an allocation
 //! proportional to the square of an input size, or a quadratic loop, fails here.
 
-mod common;
-
 use std::path::Path;
 
-use common::limited::{rankmig_within, stderr};
+use crate::support::limited::{rankmig_within, stderr};
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);

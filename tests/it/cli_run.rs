@@ -1,12 +1,12 @@
 //! `rankmig run` as a user meets it: what it says at start and at each reconfiguration,
 //! the exit codes, a missing program, and a run directory that already holds a run.
 
-mod common;
+use crate::support;
 
 use std::fs;
 use std::process::Output;
 
-use common::{mpi_lock, rankmig};
+use crate::support::{mpi_lock, rankmig};
 
 fn run(dir: &std::path::Path, extra: &[&str], program: &[&str]) -> Output {
     rankmig()
@@ -115,7 +115,7 @@ fn an_unusable_rankmig_variable_stops_the_job_with_its_name() {
     let out = std::process::Command::new("mpirun")
         .current_dir(dir.path())
         .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
-        .arg(common::jacobi())
+        .arg(support::jacobi())
         .args(["--size", "8", "--iters", "4"])
         .env("RANKMIG_RUN_DIR", dir.path().join("run"))
         .env("RANKMIG_AVAILABILITY", dir.path().join("av"))

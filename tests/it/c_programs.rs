@@ -4,7 +4,7 @@
 //! their MPI traffic is counted by the same interposition.
 #![cfg(feature = "mpi")]
 
-mod common;
+use crate::support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{
+use crate::support::{
     checksum, has_committed_epoch, jacobi, live_hosts, mpi_lock, namespaces_available, per_host,
     rankmig,
 };
@@ -54,7 +54,7 @@ impl Twin {
 /// README says a user does.
 fn build(twin: Twin) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = common::build_c_library();
+    let lib = support::build_c_library();
     let out_dir = lib.join("c-examples");
     fs::create_dir_all(&out_dir).expect("c-examples dir");
     let mut cmd = match twin {
@@ -128,7 +128,7 @@ fn mpirun(program: &Path, ranks: usize, args: &[&str], env: &[(&str, &Path)]) ->
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.display().to_string()))
         .collect();
-    common::plain_launch_with(ranks, program, args, &env)
+    support::plain_launch_with(ranks, program, args, &env)
 }
 
 /// Asserts that `out` (a 128×128 run of a twin) has the checksum of the Rust example
@@ -136,7 +136,7 @@ fn mpirun(program: &Path, ranks: usize, args: &[&str], env: &[(&str, &Path)]) ->
 fn assert_same_as_rust_plain_run(out: &Output, dir: &Path) {
     let ckpt = dir.join("ckpt").display().to_string();
     let env = [("RANKMIG_CKPT_DIR".to_owned(), ckpt)];
-    common::assert_same_as_plain_run(out, 4, jacobi(), &["--size", "128"], &env);
+    support::assert_same_as_plain_run(out, 4, jacobi(), &["--size", "128"], &env);
 }
 
 fn run_to_end(program: &Path, ranks: usize, args: &[&str], dir: &Path) -> Output {
@@ -333,7 +333,7 @@ fn migrates_across_hosts(twin: Twin) {
     );
     // Open MPI 5.0.11's spawns fail under several daemons (one per host): it moves the
     // ranks by a relaunch from a checkpoint instead of live.
-    let live = rankmig::launcher::launcher(common::mpi())
+    let live = rankmig::launcher::launcher(support::mpi())
         .capabilities()
         .spawn_across_daemons;
     edit(d, "h3 2\nh4 2\n");
@@ -360,7 +360,7 @@ fn migrates_across_hosts(twin: Twin) {
     );
     let got = checksum(&out);
     // The Fortran twin has no stop file: it ran its fixed count.
-    let iterations = common::iterations_of(&out).unwrap_or_else(|| "40000".into());
+    let iterations = support::iterations_of(&out).unwrap_or_else(|| "40000".into());
     let plain = ["--size", "128", "--iters", iterations.as_str()];
     let reference = checksum(&run_to_end(jacobi(), 4, &plain, d));
     assert_eq!(got, reference, "{twin:?} migrated, {iterations} iterations");

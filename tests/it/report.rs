@@ -1,11 +1,9 @@
 //! `rankmig report` on run directories written here as files.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::rankmig;
+use crate::support::rankmig;
 
 /// A run of 100 iterations on two ranks: rank 1 computes a little longer except at
 /// iteration 50, where rank 0 migrates for 3 s after one reconfiguration that took the

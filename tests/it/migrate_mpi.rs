@@ -7,15 +7,15 @@
 //! many iterations.
 #![cfg(feature = "mpi")]
 
-mod common;
+use crate::support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
-use common::{
+use crate::support::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
+use crate::support::{
     StoppingSpawns, has_committed_epoch, is_zombie, jacobi, mpi_lock, rankmig, write_script,
 };
 use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
@@ -69,7 +69,7 @@ fn start_with(dir: &Path, extra_env: &[(&str, &str)], options: &[&str], args: &[
 fn assert_result_of_a_plain_run(out: &std::process::Output) {
     let unused = std::env::temp_dir().join("rankmig-unused-ckpt");
     let env = [("RANKMIG_CKPT_DIR".to_owned(), unused.display().to_string())];
-    common::assert_same_as_plain_run(out, 4, jacobi(), &["--size", "256"], &env);
+    support::assert_same_as_plain_run(out, 4, jacobi(), &["--size", "256"], &env);
 }
 
 fn records(dir: &Path) -> Vec<Reconfiguration> {
@@ -82,7 +82,7 @@ fn first_check_done(dir: &Path) -> bool {
 
 /// (rank, pid, node, event) of every line of the run directory `dir/run`'s processes.csv.
 fn processes(dir: &Path) -> Vec<(usize, u32, String, String)> {
-    common::processes_csv(&dir.join("run"))
+    support::processes_csv(&dir.join("run"))
 }
 
 fn alive(pid: u32) -> bool {
@@ -885,7 +885,7 @@ fn ends_during_the_spawn() -> Result<(), Hung> {
 /// `examples/c/pause_probe.c` built with `mpicc` against the library of this build.
 fn pause_probe(d: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = common::build_c_library();
+    let lib = support::build_c_library();
     let program = d.join("pause-probe");
     let out = Command::new("mpicc")
         .args(["-O2", "-Wall", "-I"])
@@ -944,7 +944,7 @@ fn c_program_in_the_background() -> Result<(), Hung> {
     let out = stop_and_finish(job, d)?;
     let unused = std::env::temp_dir().join("rankmig-unused-ckpt");
     let env = [("RANKMIG_CKPT_DIR".to_owned(), unused.display().to_string())];
-    common::assert_same_as_plain_run(&out, RANKS, &probe, &["--mb", "1"], &env);
+    support::assert_same_as_plain_run(&out, RANKS, &probe, &["--mb", "1"], &env);
     let recs = records(d);
     assert_eq!(recs[0].outcome, "migrated", "{recs:?}");
     assert!(recs[0].phases.background > 0.0, "{:?}", recs[0]);

@@ -427,7 +427,7 @@ fn unreadable_permission_on_newest_epoch_deletes_nothing() {
             .arg(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "unreadable_permission_on_newest_epoch_deletes_nothing",
+                "checkpoint_hostile::unreadable_permission_on_newest_epoch_deletes_nothing",
                 "--nocapture",
                 "--test-threads=1",
             ])

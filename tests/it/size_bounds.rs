@@ -5,9 +5,7 @@
 //! regression fails the test instead of exhausting the machine.
 
 use std::path::Path;
-mod common;
-
-use common::limited::{rankmig_limited, stderr};
+use crate::support::limited::{rankmig_limited, stderr};
 use rankmig::topology::{LeafKind, MAX_LEAVES, TopologySpec, Tree};
 
 #[test]

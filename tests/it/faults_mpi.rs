@@ -7,14 +7,14 @@
 //! depend on the machine's speed.
 #![cfg(feature = "mpi")]
 
-mod common;
+use crate::support;
 
 use std::fs;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use common::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
-use common::{has_committed_epoch, jacobi, mpi_lock, rankmig};
+use crate::support::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
+use crate::support::{has_committed_epoch, jacobi, mpi_lock, rankmig};
 use rankmig::migrate::record::read_reconfigurations;
 
 const RANKS: usize = 4;
@@ -49,7 +49,7 @@ fn stop_and_finish(job: Job, dir: &Path) -> Result<Output, Hung> {
 fn assert_result_of_a_plain_run(out: &Output) {
     let unused = std::env::temp_dir().join("rankmig-unused-ckpt");
     let env = [("RANKMIG_CKPT_DIR".to_owned(), unused.display().to_string())];
-    common::assert_same_as_plain_run(out, RANKS, jacobi(), &["--size", "128"], &env);
+    support::assert_same_as_plain_run(out, RANKS, jacobi(), &["--size", "128"], &env);
 }
 
 /// The outcomes of the reconfigurations recorded so far.
@@ -67,7 +67,7 @@ fn count(dir: &Path, outcome: &str) -> usize {
 
 /// (rank, pid, node, event) of every line of the run directory `dir/run`'s processes.csv.
 fn processes(dir: &Path) -> Vec<(usize, u32, String, String)> {
-    common::processes_csv(&dir.join("run"))
+    support::processes_csv(&dir.join("run"))
 }
 
 /// Launches whose rank 0 has started.
