@@ -3,15 +3,8 @@
 //! turn into `inf`/`NaN`, and host or availability values that would change the meaning
 //! of a written file are refused with the file, line and value.
 
-use std::path::Path;
-
-use crate::support::limited::{rankmig_limited, stderr};
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write input");
-    p.display().to_string()
-}
+use crate::support::limited::rankmig_limited;
+use crate::support::{stderr, write};
 
 fn map(matrix: &str, extra: &[&str]) -> std::process::Output {
     let mut args = vec![

@@ -2,15 +2,8 @@
 //! `rankmig` binary under an address-space cap and a time limit, so an allocation
 //! proportional to the square of an input size, or a quadratic loop, fails here.
 
-use std::path::Path;
-
-use crate::support::limited::{rankmig_within, stderr};
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write input");
-    p.display().to_string()
-}
+use crate::support::limited::rankmig_within;
+use crate::support::{stderr, write};
 
 #[test]
 fn a_cluster_of_100000_one_core_nodes_maps_in_bounded_memory() {

@@ -4,18 +4,20 @@
 //! their MPI traffic is counted by the same interposition.
 #![cfg(feature = "mpi")]
 
-use crate::support;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::support;
 use crate::support::{
     checksum, has_committed_epoch, jacobi, live_hosts, mpi_lock, namespaces_available, per_host,
-    rankmig,
+    rankmig, wait_until,
 };
+
+/// How long a step of a job (its start, a migration, iterations after it) may take.
+const JOB_WAIT: Duration = Duration::from_secs(90);
 
 /// A program of `examples/c` or `examples/fortran`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,17 +246,6 @@ fn a_fortran_program_killed_with_sigkill_restarts_from_its_checkpoint() {
     killed_and_restarted(Twin::Fortran);
 }
 
-fn wait_until(what: &str, ready: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !ready() {
-        assert!(
-            start.elapsed() < Duration::from_secs(90),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn records(run: &Path) -> Vec<serde_json::Value> {
     fs::read_to_string(run.join("reconfigurations.jsonl"))
         .unwrap_or_default()
@@ -322,7 +313,7 @@ fn migrates_across_hosts(twin: Twin) {
         .expect("rankmig run");
     let root = child.id();
     let run = d.join("run");
-    wait_until("the job to start", || {
+    wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
     });
     let at_start = per_host(&live_hosts(root, twin.program()));
@@ -337,14 +328,14 @@ fn migrates_across_hosts(twin: Twin) {
         .capabilities()
         .spawn_across_daemons;
     edit(d, "h3 2\nh4 2\n");
-    wait_until("the migration", || !records(&run).is_empty());
+    wait_until("the migration", JOB_WAIT, || !records(&run).is_empty());
     assert_eq!(
         records(&run)[0]["outcome"],
         if live { "migrated" } else { "relaunch" },
         "{:?}",
         records(&run)
     );
-    wait_until("the processes on h3 and h4", || {
+    wait_until("the processes on h3 and h4", JOB_WAIT, || {
         per_host(&live_hosts(root, twin.program())) == [("h3".into(), 2), ("h4".into(), 2)].into()
     });
     fs::write(&stop, "").expect("stop file");
@@ -446,7 +437,7 @@ fn a_stalled_naive_port_is_launched_again_by_the_stall_watch() {
         .spawn()
         .expect("rankmig run");
     let run = d.join("run");
-    wait_until("the job to start", || {
+    wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
     });
     edit(d, "n1 2\nn3 2\n");
@@ -463,7 +454,9 @@ fn a_stalled_naive_port_is_launched_again_by_the_stall_watch() {
     // The new launch computes: its rank 0 writes records again.
     let size = || fs::metadata(run.join("iterations/rank-0.csv")).map_or(0, |m| m.len());
     let after_stall = size();
-    wait_until("the relaunched job to compute", || size() > after_stall);
+    wait_until("the relaunched job to compute", JOB_WAIT, || {
+        size() > after_stall
+    });
     fs::write(&stop, "").expect("stop file");
     let out = child.wait_with_output().expect("rankmig run ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -493,11 +486,11 @@ fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
         .spawn()
         .expect("rankmig run");
     let run = d.join("run");
-    wait_until("the job to start", || {
+    wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
     });
     edit(d, "n1 2\nn3 2\n");
-    wait_until("the migration", || !records(&run).is_empty());
+    wait_until("the migration", JOB_WAIT, || !records(&run).is_empty());
     assert_eq!(
         records(&run)[0]["outcome"],
         "migrated",
@@ -506,7 +499,9 @@ fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
     );
     let size = || fs::metadata(run.join("iterations/rank-0.csv")).map_or(0, |m| m.len());
     let after = size();
-    wait_until("iterations after the migration", || size() > after + 1000);
+    wait_until("iterations after the migration", JOB_WAIT, || {
+        size() > after + 1000
+    });
     fs::write(&stop, "").expect("stop file");
     let out = child.wait_with_output().expect("rankmig run ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -542,13 +537,15 @@ fn a_run_whose_matrix_stays_zero_is_warned_once() {
         .spawn()
         .expect("rankmig run");
     let run = d.join("run");
-    wait_until("the job to start", || {
+    wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
     });
     edit(d, "n1 2\nn3 2\n");
-    wait_until("the first migration", || records(&run).len() == 1);
+    wait_until("the first migration", JOB_WAIT, || records(&run).len() == 1);
     edit(d, "n1 2\nn2 2\n");
-    wait_until("the second migration", || records(&run).len() == 2);
+    wait_until("the second migration", JOB_WAIT, || {
+        records(&run).len() == 2
+    });
     fs::write(&stop, "").expect("stop file");
     let out = child.wait_with_output().expect("rankmig run ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -582,7 +579,7 @@ fn an_mpi_f08_program_migrates_live_on_logical_nodes() {
         .spawn()
         .expect("rankmig run");
     let run = d.join("run");
-    wait_until("the job to start", || {
+    wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
     });
     edit(d, "n1 2\nn3 2\n");

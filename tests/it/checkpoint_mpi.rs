@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::support::{checksum, children_of, jacobi, mpi_lock};
+use crate::support::{checksum, children_of, jacobi, mpi_lock, stderr};
 use rand::{Rng, SeedableRng};
 use rankmig::checkpoint::epoch::{COMMIT_MARKER, epoch_dir_name, rank_file_name};
 use rankmig::checkpoint::job_dir::job_epochs_dir;
@@ -49,10 +49,6 @@ fn mpirun(np: usize, args: &[&str], env: &[(&str, String)]) -> Command {
 
 fn run(np: usize, args: &[&str], env: &[(&str, String)]) -> Output {
     mpirun(np, args, env).output().expect("mpirun runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn dir_env(dir: &Path) -> (&'static str, String) {

@@ -1,7 +1,9 @@
 //! `rankmig map`, `cost` and `topology` as a user runs them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
+
+use crate::support::{data_arg, write};
 
 fn rankmig(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rankmig"))
@@ -10,16 +12,8 @@ fn rankmig(args: &[&str]) -> Output {
         .expect("run rankmig")
 }
 
-fn data(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-        .display()
-        .to_string()
-}
-
 fn xml_node() -> String {
-    format!("xml:{}", data("topologies/32em64t-2n8c2t-pci-noio.xml"))
+    format!("xml:{}", data_arg("topologies/32em64t-2n8c2t-pci-noio.xml"))
 }
 
 /// Exit code 1 for our errors (2 for a usage error), one error line on stderr
@@ -41,18 +35,12 @@ fn assert_clean_error(out: &Output, needles: &[&str]) {
     }
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
-
 #[test]
 fn text_output_lists_every_rank_and_the_baselines() {
     let out = rankmig(&[
         "map",
         "--matrix",
-        &data("matrices/himeno.M.4x4x4.64.mat"),
+        &data_arg("matrices/himeno.M.4x4x4.64.mat"),
         "-t",
         &xml_node(),
         "--nodes",
@@ -82,7 +70,7 @@ fn text_output_lists_every_rank_and_the_baselines() {
 
 #[test]
 fn json_rankfile_and_slurm_formats() {
-    let m = data("matrices/lu.W.16.mat");
+    let m = data_arg("matrices/lu.W.16.mat");
     let out = rankmig(&["map", "--matrix", &m, "-t", &xml_node(), "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["mapping"].as_array().unwrap().len(), 16);
@@ -127,7 +115,7 @@ fn json_rankfile_and_slurm_formats() {
 
 /// `map` of lu.W.16 on `topology` with `extra` options, in `format`; must succeed.
 fn map_lu16(topology: &str, extra: &[&str], format: &str) -> Vec<u8> {
-    let m = data("matrices/lu.W.16.mat");
+    let m = data_arg("matrices/lu.W.16.mat");
     let mut args = vec!["map", "--matrix", &m, "-t", topology, "--format", format];
     args.extend_from_slice(extra);
     let out = rankmig(&args);
@@ -141,7 +129,10 @@ fn map_lu16(topology: &str, extra: &[&str], format: &str) -> Vec<u8> {
 
 #[test]
 fn json_gives_each_ranks_host_core_and_os_cpus() {
-    let skylake = format!("xml:{}", data("topologies/Intel-Skylake-2xXeon6140.xml"));
+    let skylake = format!(
+        "xml:{}",
+        data_arg("topologies/Intel-Skylake-2xXeon6140.xml")
+    );
     let extra = ["--nodes", "2", "--hosts", "n1,n2", "--allowed", "0-7,36-43"];
     let v: serde_json::Value = serde_json::from_slice(&map_lu16(&skylake, &extra, "json")).unwrap();
     assert_eq!(v["version"], 1);
@@ -193,7 +184,7 @@ fn slurm_for_several_nodes_is_a_hostfile_with_per_host_cpu_lists() {
 
 #[test]
 fn hosts_that_could_inject_lines_are_refused() {
-    let m = data("matrices/lu.W.16.mat");
+    let m = data_arg("matrices/lu.W.16.mat");
     let t = "synthetic:pack:1 core:8 pu:1";
     let map = |hosts: &str| {
         rankmig(&[
@@ -215,8 +206,11 @@ fn hosts_that_could_inject_lines_are_refused() {
 fn allowed_takes_os_cpu_numbers_on_a_machine_numbered_across_sockets() {
     // Skylake 2 x 18 cores: package 0 holds the even CPUs 0-34 (threads 36-70), package
     // 1 the odd ones. CPUs 0-7 and their threads 36-43 are cores 0-3 of each package.
-    let skylake = format!("xml:{}", data("topologies/Intel-Skylake-2xXeon6140.xml"));
-    let m = data("matrices/lu.W.16.mat");
+    let skylake = format!(
+        "xml:{}",
+        data_arg("topologies/Intel-Skylake-2xXeon6140.xml")
+    );
+    let m = data_arg("matrices/lu.W.16.mat");
     let map = |allowed: &str, leaves: &str| {
         rankmig(&[
             "map",
@@ -302,7 +296,7 @@ fn allowed_takes_os_cpu_numbers_on_a_machine_numbered_across_sockets() {
 
 #[test]
 fn cost_agrees_with_map() {
-    let m = data("matrices/cg.W.64.mat");
+    let m = data_arg("matrices/cg.W.64.mat");
     let out = rankmig(&[
         "map",
         "--matrix",
@@ -392,7 +386,7 @@ fn bad_matrices_are_one_line_errors_naming_file_line_and_value() {
 #[test]
 fn bad_topologies_and_options_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let m = data("matrices/lu.W.16.mat");
+    let m = data_arg("matrices/lu.W.16.mat");
     let x = write(dir.path(), "junk.xml", "<topology><object");
     assert_clean_error(
         &rankmig(&["map", "--matrix", &m, "-t", &format!("xml:{x}")]),
@@ -418,7 +412,7 @@ fn bad_topologies_and_options_are_one_line_errors() {
 
 #[test]
 fn oversubscription_and_allowed_leaves() {
-    let m = data("matrices/lu.W.16.mat");
+    let m = data_arg("matrices/lu.W.16.mat");
     let t = "synthetic:pack:2 core:4 pu:1";
     let out = rankmig(&["map", "--matrix", &m, "-t", t]);
     assert_clean_error(&out, &["16 ranks", "8 slots", "--oversubscribe"]);
@@ -475,7 +469,7 @@ fn prof_directory_is_a_matrix() {
     let out = rankmig(&[
         "map",
         "--matrix",
-        &data("prof/lu.W.16"),
+        &data_arg("prof/lu.W.16"),
         "-t",
         &xml_node(),
         "--format",
@@ -501,7 +495,7 @@ fn first_number(out: &Output) -> String {
 
 #[test]
 fn cost_reads_scotch_gmap_output_as_the_same_mapping() {
-    let m = data("matrices/himeno.M.2x2x4.16.mat");
+    let m = data_arg("matrices/himeno.M.2x2x4.16.mat");
     let t = "synthetic:pack:2 core:8 pu:1";
     let gmap = scotch("grid4x4-on-2x8.map");
     let scotch_cost = rankmig(&["cost", "--matrix", &m, "-t", t, "--mapping", &gmap]);
@@ -538,7 +532,7 @@ fn a_scotch_mapping_with_a_wrong_count_names_the_header() {
         &rankmig(&[
             "cost",
             "--matrix",
-            &data("matrices/himeno.M.2x2x4.16.mat"),
+            &data_arg("matrices/himeno.M.2x2x4.16.mat"),
             "-t",
             "synthetic:pack:2 core:8 pu:1",
             "--mapping",
@@ -550,7 +544,7 @@ fn a_scotch_mapping_with_a_wrong_count_names_the_header() {
 
 #[test]
 fn a_scotch_tleaf_target_is_a_topology_to_compare_on() {
-    let m = data("matrices/himeno.M.2x2x4.16.mat");
+    let m = data_arg("matrices/himeno.M.2x2x4.16.mat");
     let target = format!("tleaf:{}", scotch("2x8.tgt"));
     let out = rankmig(&["topology", "-t", &target]);
     let text = String::from_utf8_lossy(&out.stdout);

@@ -1,12 +1,11 @@
 //! `rankmig run` as a user meets it: what it says at start and at each reconfiguration,
 //! the exit codes, a missing program, and a run directory that already holds a run.
 
-use crate::support;
-
 use std::fs;
 use std::process::Output;
 
-use crate::support::{mpi_lock, rankmig};
+use crate::support;
+use crate::support::{mpi_lock, rankmig, stderr};
 
 fn run(dir: &std::path::Path, extra: &[&str], program: &[&str]) -> Output {
     rankmig()
@@ -17,10 +16,6 @@ fn run(dir: &std::path::Path, extra: &[&str], program: &[&str]) -> Output {
         .args(program)
         .output()
         .expect("rankmig run")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]

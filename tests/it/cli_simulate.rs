@@ -1,13 +1,8 @@
 //! `rankmig simulate` as a user runs it.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
+use crate::support::data;
 
 #[test]
 fn csv_keeps_its_columns_when_a_file_name_has_a_comma_or_a_quote() {

@@ -7,15 +7,16 @@
 //! descendants of `rankmig run` whose executable is the Jacobi example, and each one's
 //! host is the host name of its UTS namespace (`nsenter -t PID -u hostname`).
 
-use crate::support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{is_zombie, jacobi, mpi_lock, namespaces_available, per_host, rankmig};
+use crate::support;
+use crate::support::{
+    is_zombie, jacobi, mpi_lock, namespaces_available, per_host, rankmig, wait_until,
+};
 use rankmig::supervisor::supervise::descendants;
 
 const SIZE: &str = "128";
@@ -215,14 +216,6 @@ impl Cluster {
 /// The live Jacobi processes below `root` and their hosts, read from outside.
 fn live_hosts(root: u32) -> BTreeMap<u32, String> {
     support::live_hosts(root, jacobi())
-}
-
-fn wait_until(what: &str, limit: Duration, ready: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !ready() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// Waits until the job has made 4500 iterations, past its first checkpoint. A launch

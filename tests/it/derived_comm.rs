@@ -3,24 +3,15 @@
 //! live on logical nodes under real `mpirun`: the result is that of a plain run.
 #![cfg(feature = "mpi")]
 
-use crate::support;
-
 use std::fs;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::support::{example, mpi_lock, rankmig};
+use crate::support;
+use crate::support::{example, mpi_lock, rankmig, wait_until};
 
-fn wait_until(what: &str, ready: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !ready() {
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+/// How long a step of the job (its start, the migration, iterations after it) may take.
+const JOB_WAIT: Duration = Duration::from_secs(120);
 
 #[test]
 fn a_split_communicator_is_rebuilt_after_a_migration() {
@@ -42,13 +33,13 @@ fn a_split_communicator_is_rebuilt_after_a_migration() {
         .spawn()
         .expect("rankmig run");
     let run = d.join("run");
-    wait_until("the job to start", || {
+    wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
     });
     fs::write(d.join("av.tmp"), "n1 2\nn3 2\n").unwrap();
     fs::rename(d.join("av.tmp"), d.join("av")).unwrap();
     let records = || fs::read_to_string(run.join("reconfigurations.jsonl")).unwrap_or_default();
-    wait_until("the migration", || !records().is_empty());
+    wait_until("the migration", JOB_WAIT, || !records().is_empty());
     assert!(
         records().contains("\"outcome\":\"migrated\""),
         "{}",
@@ -57,7 +48,9 @@ fn a_split_communicator_is_rebuilt_after_a_migration() {
     // The job goes on past the migration (a stale half would hang it).
     let size = || fs::metadata(run.join("iterations/rank-0.csv")).map_or(0, |m| m.len());
     let after = size();
-    wait_until("iterations after the migration", || size() > after + 1000);
+    wait_until("iterations after the migration", JOB_WAIT, || {
+        size() > after + 1000
+    });
     fs::write(&stop, "").unwrap();
     let out = child.wait_with_output().expect("rankmig run ends");
     let ckpt = d.join("plain-ckpt").display().to_string();

@@ -7,12 +7,11 @@
 //! depend on the machine's speed.
 #![cfg(feature = "mpi")]
 
-use crate::support;
-
 use std::fs;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
+use crate::support;
 use crate::support::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
 use crate::support::{has_committed_epoch, jacobi, mpi_lock, rankmig};
 use rankmig::migrate::record::read_reconfigurations;

@@ -4,10 +4,10 @@
 //! Debian's Open MPI 4.1, then with MPICH and Open MPI 5 from PyPI first on `PATH`.
 #![cfg(feature = "mpi")]
 
-use crate::support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::support;
 
 /// The `-L` directories of `mpicc -show` (Intel MPI's wrappers quote them: `-L"DIR"`).
 fn mpicc_library_dirs() -> Vec<PathBuf> {

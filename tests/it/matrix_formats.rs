@@ -1,14 +1,7 @@
 //! The matrix importers on the real measured data.
 
-use std::path::PathBuf;
-
+use crate::support::data;
 use rankmig::matrix::{CommMatrix, MatrixFormat};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
 
 #[test]
 fn prof_dumps_reproduce_the_published_matrices_exactly() {

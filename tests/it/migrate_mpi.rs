@@ -7,13 +7,12 @@
 //! many iterations.
 #![cfg(feature = "mpi")]
 
-use crate::support;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support;
 use crate::support::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
 use crate::support::{
     StoppingSpawns, has_committed_epoch, is_zombie, jacobi, mpi_lock, rankmig, write_script,

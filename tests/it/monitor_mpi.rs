@@ -3,12 +3,11 @@
 //! rank below at every iteration).
 #![cfg(feature = "mpi")]
 
-use crate::support;
-
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::support;
 use crate::support::{checksum, jacobi, mpi_lock, rankmig};
 use rankmig::matrix::{CommMatrix, MatrixFormat};
 

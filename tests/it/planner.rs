@@ -3,17 +3,12 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use crate::support::data;
 use proptest::prelude::*;
 use rankmig::availability::{Availability, AvailabilityFormat};
 use rankmig::matrix::{CommMatrix, MatrixFormat, SymGraph};
 use rankmig::planner::{Location, Placement, Plan, PlanError, PlanOptions, Step2, place, plan};
 use rankmig::topology::{LeafKind, TopologySpec, Tree};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
 
 fn node_16() -> Tree {
     TopologySpec::Synthetic("pack:2 core:8 pu:1".into())

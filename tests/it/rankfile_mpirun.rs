@@ -6,15 +6,10 @@
 //! itself then fails on this machine, which Open MPI reports as a warning naming the
 //! CPUs it tried (`bitmap "c,t"`), and the job still runs.
 
+use crate::support::data;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(rel)
-}
 
 fn rankmig(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_rankmig"))

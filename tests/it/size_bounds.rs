@@ -4,8 +4,8 @@
 //! it. The CLI runs are limited in time and address space (`ulimit -v`), so a
 //! regression fails the test instead of exhausting the machine.
 
-use std::path::Path;
-use crate::support::limited::{rankmig_limited, stderr};
+use crate::support::limited::rankmig_limited;
+use crate::support::{stderr, write};
 use rankmig::topology::{LeafKind, MAX_LEAVES, TopologySpec, Tree};
 
 #[test]
@@ -91,12 +91,6 @@ fn cli_rank_count_above_the_bound_is_a_clean_error() {
         assert!(stderr(&out).contains(n), "{}", stderr(&out));
         assert!(stderr(&out).contains("--ranks"), "{}", stderr(&out));
     }
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
 }
 
 #[test]

@@ -8,16 +8,15 @@
 //! Where the host of a process matters it is read from outside the process, from its
 //! UTS namespace. The tests share the four nodes: they run one at a time.
 
-use crate::support;
-
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::support::{has_committed_epoch, jacobi};
+use crate::support;
+use crate::support::{has_committed_epoch, jacobi, stderr, wait_until};
 use rankmig::allocation::Allocation;
 
 /// Slurm's client configuration, once the emulated Slurm answers.
@@ -117,17 +116,6 @@ fn job_hosts(run_dir: &Path) -> BTreeMap<u32, String> {
         .filter(|pid| !support::is_zombie(*pid))
         .filter_map(|pid| rankmig::emulated_cluster::host_of(pid).map(|h| (pid, h)))
         .collect()
-}
-
-fn wait_until(what: &str, limit: Duration, ready: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !ready() {
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }
 
 /// A job under `salloc`, in a directory of its own.
@@ -285,10 +273,6 @@ const SIZE: &str = "128";
 
 /// The maintenance reservation a test makes (removed before each test).
 const MAINT: &str = "rankmig_test_maint";
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 #[test]
 fn the_allocation_is_read_as_slurm_writes_it() {

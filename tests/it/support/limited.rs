@@ -50,8 +50,3 @@ pub fn rankmig_within(mib: u64, seconds: u64, args: &[&str]) -> Output {
 pub fn rankmig_limited(args: &[&str]) -> Output {
     rankmig_within(2048, 30, args)
 }
-
-/// The standard error of a run, as text.
-pub fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}

@@ -8,6 +8,45 @@ pub mod limited;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The path of `rel` under the test data directory `tests/data`.
+pub fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+}
+
+/// [`data`] as text, for a command line.
+pub fn data_arg(rel: &str) -> String {
+    data(rel).display().to_string()
+}
+
+/// Writes `text` to the file `name` in `dir` and returns its path, as text for a
+/// command line.
+pub fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write input");
+    path.display().to_string()
+}
+
+/// The standard error of a finished command, as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Waits until `ready()` holds, looking every 200 ms; fails the test, naming `what`,
+/// when it does not hold within `limit`.
+pub fn wait_until(what: &str, limit: Duration, ready: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
 
 static MPI_LOCK: Mutex<()> = Mutex::new(());
 
