@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::mpi_lock;
+
 /// The commands, in an order where `report` and `inspect` find the run of `run`.
 const COMMANDS: &[&str] = &[
     "map",
@@ -74,6 +76,8 @@ fn every_command_example_runs() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    // `run` starts an MPI job and `emulated-host` a host of the emulated cluster.
+    let _lock = mpi_lock();
     for command in COMMANDS {
         if *command == "emulated-host" && !can_create_uts_namespaces() {
             eprintln!("skipped: {command} (this machine refuses UTS namespaces)");

@@ -6,7 +6,7 @@
 //! itself then fails on this machine, which Open MPI reports as a warning naming the
 //! CPUs it tried (`bitmap "c,t"`), and the job still runs.
 
-use crate::support::data;
+use crate::support::{data, mpi_lock};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -24,12 +24,10 @@ fn rankmig(args: &[&str]) -> Output {
     out
 }
 
-/// One mpirun at a time: concurrent ones on this small machine can stall.
-static MPIRUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// `mpirun --rankfile FILE -np N [extra] true`, allowed to run as root.
+/// `mpirun --rankfile FILE -np N [extra] true`, allowed to run as root; one MPI job at a
+/// time ([`mpi_lock`]): concurrent ones on this small machine can stall.
 fn mpirun(rankfile: &Path, ranks: usize, extra: &[&str]) -> Output {
-    let _one = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = mpi_lock();
     // A stalled mpirun fails the test instead of hanging it.
     Command::new("timeout")
         .args(["120", "mpirun"])

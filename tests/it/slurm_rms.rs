@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use crate::support;
-use crate::support::{has_committed_epoch, jacobi, stderr, wait_until};
+use crate::support::{has_committed_epoch, jacobi, mpi_lock, stderr, wait_until};
 use rankmig::allocation::Allocation;
 
 /// Slurm's client configuration, once the emulated Slurm answers.
@@ -60,10 +60,10 @@ fn emulated_slurm(action: &str) -> std::io::Result<Output> {
     Command::new("bash").arg(script).arg(action).output()
 }
 
-/// One test at a time on the four nodes; every node back in service first.
+/// One test at a time on the four nodes, and no other MPI job beside it
+/// ([`mpi_lock`]); every node back in service first.
 fn slurm_lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = mpi_lock();
     if slurm_conf().is_some() {
         // A node whose slurmd the node-death test killed is started again (also when
         // that test failed before doing it): `start` starts only what is not running.

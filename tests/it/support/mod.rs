@@ -48,8 +48,14 @@ pub fn wait_until(what: &str, limit: Duration, ready: impl Fn() -> bool) {
     }
 }
 
+/// Held by the test that runs an MPI job, the emulated cluster or the emulated Slurm.
 static MPI_LOCK: Mutex<()> = Mutex::new(());
 
+/// One MPI job at a time in this test process: every test that starts an MPI job (by
+/// `mpirun`, `rankmig run` or `salloc`), the emulated cluster or the emulated Slurm
+/// holds this guard while it runs. All test modules share one process (`tests/it`),
+/// where such jobs side by side would stall or miss their time limits on a small
+/// machine. A test that failed while holding it does not poison it for the others.
 pub fn mpi_lock() -> MutexGuard<'static, ()> {
     MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
