@@ -46,11 +46,11 @@ for impl in ${RANKMIG_TEST_MPIS-mpich openmpi5}; do
   # spawn_across_daemons): its scenarios across hosts move the ranks by a relaunch
   # from a checkpoint, and the tests expect that.
   step "linked MPI and emulated cluster ($impl)" "${with_impl[@]}" \
-    cargo test --release --no-fail-fast --test linked_mpi --test cluster_mpi
+    cargo test --release --no-fail-fast --test it -- linked_mpi:: cluster_mpi::
   step "C interface on the emulated cluster ($impl)" "${with_impl[@]}" \
-    cargo test --release --no-fail-fast --test c_programs -- a_c_program_migrates_live
+    cargo test --release --no-fail-fast --test it -- c_programs::a_c_program_migrates_live
   # Under the emulated Slurm, as Open MPI 4.1 above.
-  step "Slurm ($impl)" "${with_impl[@]}" cargo test --release --no-fail-fast --test slurm_rms
+  step "Slurm ($impl)" "${with_impl[@]}" cargo test --release --no-fail-fast --test it -- slurm_rms::
 done
 
 # Debian's MPICH 4.0.2 (libmpich-dev: the MPICH with Fortran bindings here), through the
@@ -61,7 +61,9 @@ done
 # currently not supported with ucx netmod"), so its live migrations are not tested.
 mpich4=(env "PATH=$ROOT/scripts/mpich4-debian:$PATH" "CARGO_TARGET_DIR=$ROOT/target/mpich4")
 step "C and Fortran examples (Debian MPICH 4.0.2)" "${mpich4[@]}" \
-  cargo test --release --no-fail-fast --test c_programs -- twins_print killed_with_sigkill traffic checksum_of_its_c_twin
+  cargo test --release --no-fail-fast --test it -- c_programs::the_c_and_fortran_twins_print \
+  c_programs::a_c_program_killed_with_sigkill c_programs::a_fortran_program_killed_with_sigkill \
+  c_programs::the_traffic_of_ c_programs::the_mpi_f08_ring_prints_the_checksum_of_its_c_twin
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: FAILED: ${failed[*]}" >&2
