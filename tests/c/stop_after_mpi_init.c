@@ -1,4 +1,4 @@
-/* Preloaded into the replacement processes of a migration by tests/migrate_mpi.rs
+/* Preloaded into the replacement processes of a migration by tests/it/migrate_mpi.rs
  * (a rank killed during the state transfer): once MPI_Init returns, the spawn is
  * complete on both sides, and the process stops itself with SIGSTOP before it
  * receives its state. The original ranks are then all in the state transfer, and

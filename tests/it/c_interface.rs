@@ -1,5 +1,5 @@
 //! The C interface: `include/rankmig.h` is what cbindgen generates from `src/capi`.
-//! Programs built with real `mpicc`/`mpif90` live in `tests/c_programs.rs`.
+//! Programs built with real `mpicc`/`mpif90` live in `tests/it/c_programs.rs`.
 
 use std::path::Path;
 
@@ -23,7 +23,7 @@ fn the_checked_in_header_is_generated_from_the_code() {
     assert!(
         checked_in == generated,
         "include/rankmig.h is not what src/capi/mod.rs declares; regenerate it with \
-         RANKMIG_BLESS=1 cargo test --release --test c_interface\n--- generated:\n{generated}"
+         RANKMIG_BLESS=1 cargo test --release --test it -- c_interface::\n--- generated:\n{generated}"
     );
     for prototype in [
         "int rankmig_init(MPI_Comm *comm);",

@@ -352,7 +352,7 @@ impl StoppingSpawns {
 }
 
 /// Builds `librankmig.so` (with the Jacobi example: the dependency features of this
-/// test build, so nothing is rebuilt under other hashes, see tests/thirdparty_c.rs) and
+/// test build, so nothing is rebuilt under other hashes, see tests/it/thirdparty_c.rs) and
 /// returns the directory it is in (`target/release`), for a C or Fortran program to
 /// link, as the README says a user does.
 pub fn build_c_library() -> PathBuf {
