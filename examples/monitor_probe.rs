@@ -1,5 +1,5 @@
 //! Exercises the monitor under real `mpirun` and prints what it saw as one JSON line on
-//! rank 0 (for `tests/monitor_mpi.rs`).
+//! rank 0 (for `tests/it/monitor_mpi.rs`).
 //!
 //! ```text
 //! mpirun -np 4 target/release/examples/monitor_probe            # traffic pattern

@@ -1,6 +1,6 @@
 /* rankmig: checkpoint/restart and live migration of MPI ranks, C interface.
  * Generated from src/capi/mod.rs by cbindgen: do not edit
- * (RANKMIG_BLESS=1 cargo test --release --test c_interface rewrites it).
+ * (RANKMIG_BLESS=1 cargo test --release --test it -- c_interface:: rewrites it).
  * Link with -lrankmig (before the MPI library, so that rankmig counts MPI_Send & co). */
 
 #ifndef RANKMIG_H

@@ -7,14 +7,14 @@
 # PATH (Open MPI 5 moves ranks across hosts by relaunching from a checkpoint: it cannot
 # spawn there).
 #
-# Every test binary runs even when one fails (--no-fail-fast); the script then exits
+# Every test runs even when one fails (--no-fail-fast); the script then exits
 # non-zero and lists what failed. RANKMIG_TEST_MPIS="mpich" (or "") limits the
 # other implementations.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# tests/slurm_rms.rs fails, rather than skips, when the emulated Slurm cannot start (on a
+# tests/it/slurm_rms.rs fails, rather than skips, when the emulated Slurm cannot start (on a
 # machine that allows UTS namespaces; without them it skips and says so).
 export RANKMIG_REQUIRE_SLURM=1
 failed=()

@@ -5,7 +5,7 @@
 //! communicate and from the hardware tree (hwloc), with a two-step TreeMatch mapper.
 //!
 //! Module layering: a module uses only the modules to its right in its own layer and
-//! the modules of the layers below it (`tests/layering.rs` reads every `crate::` path of
+//! the modules of the layers below it (`tests/it/layering.rs` reads every `crate::` path of
 //! `src/` and fails on one that goes against this table):
 //!
 //! | layer | modules |

@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
     double h = 1.0 / ((double)n + 1.0);
     double h2 = h * h;
 #ifdef JACOBI_CART_ONCE
-    /* The naive port (built with -DJACOBI_CART_ONCE for tests/c_programs.rs): the
+    /* The naive port (built with -DJACOBI_CART_ONCE for tests/it/c_programs.rs): the
      * Cartesian communicator made once; after a migration the survivors' one still holds
      * the departed processes and the job stops until `rankmig run --stall-timeout`
      * launches it again. */

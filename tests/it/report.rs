@@ -21,7 +21,7 @@ fn write_run(dir: &Path) {
     fs::write(dir.join("iterations/rank-1.csv"), rank1).unwrap();
     fs::write(
         dir.join("reconfigurations.jsonl"),
-        r#"{"index":1,"iteration":50,"at_seconds":0.1,"change":"removed n2 (had 1 cores)","nodes":1,"outcome":"migrated","detail":null,"moves":1,"minimum_moves":1,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.001,"phases":{"spawn":2.9,"transfer":0.05,"rebuild":0.05},"state_bytes":64}
+        r#"{"index":1,"iteration":50,"at_seconds":0.1,"change":"removed n2 (had 1 cores)","nodes":1,"outcome":"migrated","detail":null,"moves":1,"minimum_moves":1,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.001,"phases":{"spawn":2.9,"transfer":0.05,"rebuild":0.05,"pause":0.031},"state_bytes":64}
 "#,
     )
     .unwrap();
@@ -58,7 +58,14 @@ fn report_totals_use_the_slowest_rank_and_the_chart_covers_the_migration() {
     let texts = texts(&chart);
     // The 3 s iteration is inside the log axis (decades from 1 ms to 10 s), labelled
     // at its line; the node count has its own axis.
-    for expected in ["1 ms", "10 ms", "1 s", "10 s", "#1 3.00 s", "nodes in use"] {
+    for expected in [
+        "1 ms",
+        "10 ms",
+        "1 s",
+        "10 s",
+        "#1 3.00 s, paused 31 ms",
+        "nodes in use",
+    ] {
         assert!(
             texts.iter().any(|t| t == expected),
             "no '{expected}' in {texts:?}"
