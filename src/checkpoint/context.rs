@@ -397,18 +397,16 @@ impl<C: Collective> CheckpointContext<C> {
         self.pending.is_some() && self.outcome.is_none()
     }
 
-    /// Starts making the buffer the next save is copied into ready for `state` on a
-    /// thread of its own (its memory mapped, page by page), so that the save that
-    /// follows, once [`CheckpointContext::warming`] is false, copies at memory speed.
-    /// Not collective.
-    pub fn warm_buffer_for<T: Serialize>(&mut self, state: &T) {
-        if let Ok(bytes) = bincode::serialized_size(state) {
-            let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
-            self.writer.warm(HEADER_LEN.saturating_add(bytes));
-        }
+    /// Starts making the buffer the next save is copied into ready for a state of
+    /// `state_bytes` serialised bytes (`bincode::serialized_size`) on a thread of its
+    /// own (its memory mapped, page by page), so that the save that follows, once
+    /// [`CheckpointContext::warming`] is false, copies at memory speed. Not collective.
+    pub fn warm_buffer(&mut self, state_bytes: u64) {
+        let bytes = usize::try_from(state_bytes).unwrap_or(usize::MAX);
+        self.writer.warm(HEADER_LEN.saturating_add(bytes));
     }
 
-    /// Whether the buffer asked for with [`CheckpointContext::warm_buffer_for`] is
+    /// Whether the buffer asked for with [`CheckpointContext::warm_buffer`] is
     /// still being made ready (not collective).
     pub fn warming(&self) -> bool {
         self.writer.warming()

@@ -107,12 +107,14 @@ impl Job {
     ) -> Result<(), MigrateError> {
         let started = Instant::now();
         let watched = self.settings.spawns_watched();
+        // One pass over the state gives its size, for both buffers below.
+        let state_bytes = bincode::serialized_size(state).unwrap_or(0);
         if watched {
             // Saved at the first check where every rank's buffer is ready: copying
             // into fresh memory would hold this iteration for its page faults.
-            self.ckpt.warm_buffer_for(state);
+            self.ckpt.warm_buffer(state_bytes);
         }
-        let state_sizes = self.state_sizes_in_spawn_order(state, plan);
+        let state_sizes = self.state_sizes_in_spawn_order(state_bytes, plan);
         self.pacer.hurry(self.calls, PENDING_CHECK_INTERVAL);
         self.pending = Some(PendingMigration {
             plan: plan.clone(),
@@ -262,10 +264,9 @@ impl Job {
 
     /// Rank 0 learns the size of each moving rank's state (empty elsewhere), in the
     /// order the new processes are spawned: each new process makes a buffer of that
-    /// size ready while it waits. Collective.
-    fn state_sizes_in_spawn_order<T: Serialize>(&self, state: &T, plan: &Plan) -> Vec<u64> {
-        // The counters that go first in the message are small beside any real state.
-        let mine = bincode::serialized_size(state).unwrap_or(0);
+    /// size ready while it waits (`mine`: this rank's serialised state; the counters
+    /// that go first in the message are small beside any real state). Collective.
+    fn state_sizes_in_spawn_order(&self, mine: u64, plan: &Plan) -> Vec<u64> {
         let root = self.comm.process_at_rank(0);
         if !self.is_root() {
             root.gather_into(&mine);
