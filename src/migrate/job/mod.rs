@@ -233,7 +233,7 @@ impl Job {
         };
         let a: Assignment = serde_json::from_slice(&arrival.assignment)?;
         // Made as the ranks that stay make theirs (MPI_Comm_idup: a blocking and a
-        // nonblocking collective do not match; MPICH hangs if they are mixed).
+        // nonblocking collective do not match: mixed, the job may hang).
         let coll =
             MpiCollective::over_duplicate(protocol::duplicate_without_spinning(&arrival.comm));
         crate::migrate::timeline::step("new: checkpoint communicator made");
