@@ -319,6 +319,14 @@ pub trait Launcher: Sync {
     /// How a replaced rank ends.
     fn departure(&self) -> Departure;
 
+    /// Whether `MPI_Finalize` in a process whose launch lost members (replaced ranks
+    /// that left without finalizing) can wait for them forever, so that the ranks end
+    /// without it once they have all reached it ([`crate::migrate`]'s finalize). By
+    /// default false.
+    fn finalize_waits_for_departed_ranks(&self) -> bool {
+        false
+    }
+
     /// The info keys of a spawn of `count` processes on `host` (`None`: anywhere on
     /// this host, for logical nodes): by default the key `host` naming it.
     fn spawn_info(&self, host: Option<&str>, count: usize) -> Vec<(String, String)> {

@@ -31,6 +31,12 @@
 //!   `pml_ucx_devices` are `any`. So the launch asks for `pml ucx,ob1` with both set to
 //!   `any` ([`messaging_layer_options`]): UCX where it starts, `ob1` where it does not.
 //!   A user's own choice of `pml` is kept.
+//! - With `pml ucx`, `MPI_Finalize` ends in a PMIx fence over the process's launch
+//!   (`mca_pml_ucx_del_procs`), which never completes once replaced ranks of that launch
+//!   have left without finalizing (seen in 1 run of 2 of the pause probe: every survivor
+//!   spinning in `opal_common_ucx_mca_pmix_fence`). `async_mpi_finalize` does not drop
+//!   that fence; so after a migration the ranks end without `MPI_Finalize`
+//!   ([`Launcher::finalize_waits_for_departed_ranks`]).
 
 use std::fmt::Write as _;
 use std::process::Command;
@@ -182,6 +188,12 @@ impl Launcher for OpenMpi4 {
 
     fn departure(&self) -> Departure {
         Departure::ExitWithoutFinalize
+    }
+
+    /// True when the ranks run `pml ucx` (asked for in `OMPI_MCA_pml`, which `mpirun`
+    /// sets in every rank from its `--mca` options).
+    fn finalize_waits_for_departed_ranks(&self) -> bool {
+        std::env::var("OMPI_MCA_pml").is_ok_and(|pml| pml.split(',').next() == Some("ucx"))
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -18,6 +18,8 @@
 //! what the ranks write to the run directory ([`record`], [`spawn_watch`]).
 
 #[cfg(feature = "mpi")]
+pub mod finalize;
+#[cfg(feature = "mpi")]
 pub mod job;
 #[cfg(feature = "mpi")]
 pub mod protocol;

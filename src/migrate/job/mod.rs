@@ -433,6 +433,9 @@ impl Job {
         self.flush_records();
         self.note_process("finish");
         self.finished = true;
+        if self.comm_changes > 0 && self.launcher().finalize_waits_for_departed_ranks() {
+            super::finalize::end_without_library_finalize(&self.comm);
+        }
         Ok(())
     }
 
