@@ -134,7 +134,14 @@ while [ $((SECONDS - START)) -lt "$SECONDS_OF_EDITS" ] && kill -0 "$JOB" 2>/dev/
     if [ ${#ranks[@]} -gt 0 ]; then
       killed=${ranks[$((RANDOM % ${#ranks[@]}))]}
       host=$(nsenter -t "$killed" -u hostname 2>/dev/null)
-      kill -KILL "$killed" && log "SIGKILL rank process $killed on $host"
+      # The process may have left since it was listed (a migration replaced it): then
+      # another one is chosen at the next edit.
+      if kill -KILL "$killed" 2>/dev/null; then
+        log "SIGKILL rank process $killed on $host"
+      else
+        log "rank process $killed left before the kill: choosing again"
+        killed=""
+      fi
     fi
   fi
 done
