@@ -1,20 +1,23 @@
 //! The end of a job whose launch lost members.
 //!
-//! A replaced rank leaves without `MPI_Finalize` (Open MPI). With some implementations
-//! the `MPI_Finalize` of the ranks that stayed then waits for the ranks that left, for
-//! ever ([`crate::launcher::Launcher::finalize_waits_for_departed_ranks`]: Open MPI 4.1
-//! with `pml ucx`). There, [`Job::finalize`](super::Job::finalize) after a migration
-//! calls [`end_without_library_finalize`], and the `MPI_Finalize` interposed here waits
-//! for every rank of the job at a barrier and returns without calling the library's: a
-//! correct MPI program has completed all its communication before `MPI_Finalize`, so once
-//! every rank is there no message is in flight; the process then exits as a replaced rank
-//! does (the launch allows it). Code after `MPI_Finalize` still runs, and
-//! `MPI_Finalized` answers true. In every other process both forward to the library.
+//! A replaced rank may leave without `MPI_Finalize` ([`crate::launcher::Departure`]).
+//! With some implementations the `MPI_Finalize` of the ranks that stayed then waits for
+//! the ranks that left, for ever
+//! ([`crate::launcher::Launcher::finalize_waits_for_departed_ranks`] says which, and
+//! why). There, [`Job::finalize`](super::Job::finalize) after a migration calls
+//! [`end_without_library_finalize`], and the `MPI_Finalize` interposed here waits for
+//! every rank of the job at a barrier and returns without calling the library's: a
+//! correct MPI program has completed all its communication before `MPI_Finalize`, so
+//! once every rank is there no message is in flight. The program goes on after
+//! `MPI_Finalize` as usual and ends without MPI having been finalized, as a replaced
+//! rank does (the launch allows it); `MPI_Finalized` answers true. In every other
+//! process both forward to the library.
 //!
 //! The Fortran entries (`mpi_finalize_` and its other manglings, `mpi_finalize_f08_`)
-//! are interposed the same way, since Open MPI's call `PMPI_Finalize` directly.
+//! are interposed the same way, since an implementation's Fortran finalize may call
+//! `PMPI_Finalize` directly.
 
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::c_int;
 use std::io::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use mpi::ffi::{self, MPI_Comm};
 use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
+
+use crate::monitor::fortran::Next;
 
 /// A communicator handle kept for the end of the process.
 struct Handle(MPI_Comm);
@@ -98,24 +103,17 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
     unsafe { ffi::PMPI_Finalized(flag) }
 }
 
-/// The implementation's Fortran finalize (`pmpi_finalize_` and its manglings), found
-/// with `dlsym`; `None` without Fortran MPI.
-fn fortran_library_finalize() -> Option<unsafe extern "C" fn(*mut c_int)> {
-    const NAMES: [&CStr; 4] = [
+/// The implementation's Fortran finalize, looked up as the counting wrappers look up
+/// theirs ([`Next`]).
+static LIBRARY_FORTRAN_FINALIZE: Next = Next::new(
+    &[
         c"pmpi_finalize_",
         c"pmpi_finalize",
         c"pmpi_finalize__",
         c"PMPI_FINALIZE",
-    ];
-    NAMES.iter().find_map(|name| {
-        // SAFETY: a NUL-terminated name looked up in the global scope.
-        let address: *mut c_void = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-        // SAFETY: the Fortran finalize takes its error code by reference.
-        (!address.is_null()).then(|| unsafe {
-            std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_int)>(address)
-        })
-    })
-}
+    ],
+    "mpi_finalize_\0",
+);
 
 /// The Fortran `MPI_FINALIZE(IERROR)`: as [`MPI_Finalize`].
 ///
@@ -124,14 +122,17 @@ fn fortran_library_finalize() -> Option<unsafe extern "C" fn(*mut c_int)> {
 unsafe fn fortran_finalize(ierror: *mut c_int) {
     let code = if waited_instead_of_finalizing() {
         ffi::MPI_SUCCESS as c_int
-    } else if let Some(finalize) = fortran_library_finalize() {
+    } else {
+        // SAFETY: the library's Fortran finalize takes its error code by reference.
+        let finalize = unsafe {
+            std::mem::transmute::<*mut std::ffi::c_void, unsafe extern "C" fn(*mut c_int)>(
+                LIBRARY_FORTRAN_FINALIZE.get(),
+            )
+        };
         let mut code = 0;
         // SAFETY: the library's Fortran finalize, with a valid error argument.
         unsafe { finalize(&mut code) };
         code
-    } else {
-        // SAFETY: the C finalize, when no Fortran one exists.
-        unsafe { ffi::PMPI_Finalize() }
     };
     if !ierror.is_null() {
         // SAFETY: the caller's int.

@@ -41,14 +41,14 @@ use super::interpose::{is_root, per_rank, to_all_others, to_root};
 /// The implementation's Fortran entry a wrapper forwards to: the first of `names`
 /// that the process has, else the definition of the wrapper's own name (`own`, NUL
 /// terminated) that rankmig's hides; looked up once.
-struct Next {
+pub(crate) struct Next {
     names: &'static [&'static CStr],
     own: &'static str,
     found: AtomicPtr<c_void>,
 }
 
 impl Next {
-    const fn new(names: &'static [&'static CStr], own: &'static str) -> Self {
+    pub(crate) const fn new(names: &'static [&'static CStr], own: &'static str) -> Self {
         Self {
             names,
             own,
@@ -58,7 +58,7 @@ impl Next {
 
     /// Its address; aborts when the MPI library has none (a Fortran entry called
     /// without a Fortran MPI library: cannot happen through the linker).
-    fn get(&self) -> *mut c_void {
+    pub(crate) fn get(&self) -> *mut c_void {
         let found = self.found.load(Ordering::Relaxed);
         if !found.is_null() {
             return found;
