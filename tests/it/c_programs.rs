@@ -472,23 +472,8 @@ fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let stop = d.join("stop");
-    edit(d, "n1 2\nn2 2\n");
-    let child = rankmig()
-        .current_dir(d)
-        .args(["run", "-n", "4", "-a", "av", "--run-dir", "run"])
-        .args(["--check-every", "200", "--settle", "0", "--"])
-        .arg(Twin::C.program())
-        .args(["--size", "128", "--iters", "100000000", "--stop-file"])
-        .arg(&stop)
-        .env("RANKMIG_CKPT_EVERY", "5000")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rankmig run");
+    let child = start_c_twin_on_logical_nodes(d, &stop, "128", ("RANKMIG_CKPT_EVERY", "5000"));
     let run = d.join("run");
-    wait_until("the job to start", JOB_WAIT, || {
-        run.join("iterations/rank-0.csv").exists()
-    });
     edit(d, "n1 2\nn3 2\n");
     wait_until("the migration", JOB_WAIT, || !records(&run).is_empty());
     assert_eq!(
@@ -512,6 +497,31 @@ fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
     assert_same_as_rust_plain_run(&out, d);
 }
 
+/// Starts the C twin (`--size size`, one more variable `var`) as 4 ranks on logical
+/// nodes n1:2 n2:2 under `rankmig run` in `d` (run directory `run`, checks every 200
+/// calls, no settle time), stopped by `stop`; returns once rank 0 has recorded an
+/// iteration.
+fn start_c_twin_on_logical_nodes(d: &Path, stop: &Path, size: &str, var: (&str, &str)) -> Child {
+    edit(d, "n1 2\nn2 2\n");
+    let child = rankmig()
+        .current_dir(d)
+        .args(["run", "-n", "4", "-a", "av", "--run-dir", "run"])
+        .args(["--check-every", "200", "--settle", "0", "--"])
+        .arg(Twin::C.program())
+        .args(["--size", size, "--iters", "100000000", "--stop-file"])
+        .arg(stop)
+        .env(var.0, var.1)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rankmig run");
+    let run = d.join("run");
+    wait_until("the job to start", JOB_WAIT, || {
+        run.join("iterations/rank-0.csv").exists()
+    });
+    child
+}
+
 /// What `rankmig run` says when the live matrix a plan was made from is all zero.
 const NOTHING_COUNTED: &str = "no communication between the 4 ranks was counted";
 
@@ -523,23 +533,8 @@ fn a_run_whose_matrix_stays_zero_is_warned_once() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let stop = d.join("stop");
-    edit(d, "n1 2\nn2 2\n");
-    let child = rankmig()
-        .current_dir(d)
-        .args(["run", "-n", "4", "-a", "av", "--run-dir", "run"])
-        .args(["--check-every", "200", "--settle", "0", "--"])
-        .arg(Twin::C.program())
-        .args(["--size", "64", "--iters", "100000000", "--stop-file"])
-        .arg(&stop)
-        .env("RANKMIG_MONITOR", "off")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rankmig run");
+    let child = start_c_twin_on_logical_nodes(d, &stop, "64", ("RANKMIG_MONITOR", "off"));
     let run = d.join("run");
-    wait_until("the job to start", JOB_WAIT, || {
-        run.join("iterations/rank-0.csv").exists()
-    });
     edit(d, "n1 2\nn3 2\n");
     wait_until("the first migration", JOB_WAIT, || records(&run).len() == 1);
     edit(d, "n1 2\nn2 2\n");
