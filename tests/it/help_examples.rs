@@ -1,6 +1,6 @@
 //! Every `Example:` of `rankmig COMMAND --help` runs as printed, from a directory laid
-//! out like the repository root (`tests`, `availability` and `target` linked there), so
-//! the run it makes does not land in the source tree.
+//! out like the repository root (`tests`, `availability` and this build's target
+//! directory linked there), so the run it makes does not land in the source tree.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,14 +63,18 @@ fn every_command_example_runs() {
         .status()
         .unwrap();
     assert!(built.success());
-    let dir = tempfile::tempdir().unwrap();
-    for link in ["tests", "availability", "target"] {
-        std::os::unix::fs::symlink(root.join(link), dir.path().join(link)).unwrap();
-    }
     let bin: PathBuf = Path::new(env!("CARGO_BIN_EXE_rankmig"))
         .parent()
         .unwrap()
         .to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    for link in ["tests", "availability"] {
+        std::os::unix::fs::symlink(root.join(link), dir.path().join(link)).unwrap();
+    }
+    // `target` is this build's target directory (one per MPI, CARGO_TARGET_DIR), so that
+    // `target/release/examples/jacobi` is built against the MPI this test runs with.
+    let target_dir = bin.parent().expect("the target directory of the build");
+    std::os::unix::fs::symlink(target_dir, dir.path().join("target")).unwrap();
     let path = format!(
         "{}:{}",
         bin.display(),

@@ -280,10 +280,15 @@ pub fn write_script(path: &Path, text: &str) {
         .expect("chmod");
 }
 
-/// The command name of process `pid` from `/proc` (`comm`), `None` when it is gone.
+/// The program name of process `pid` (the file name of its argv[0]), `None` when it is
+/// gone.
 pub fn process_name(pid: u32) -> Option<String> {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-    Some(comm.trim_end().to_owned())
+    // argv[0], not /proc/PID/comm: PyPI's Open MPI 4.1.8 `mpirun` is a shim that execs
+    // `orterun_wrapper` keeping argv[0] (comm says `orterun_wrapper`).
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let argv0 = cmdline.split(|b| *b == 0).next()?;
+    let argv0 = std::path::Path::new(std::str::from_utf8(argv0).ok()?);
+    Some(argv0.file_name()?.to_string_lossy().into_owned())
 }
 
 /// The state letter of process `pid` from `/proc` (`R`, `S`, `T` stopped, `Z`, ...),
