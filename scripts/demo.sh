@@ -23,23 +23,23 @@
 # the final checksum next to that of a run without availability changes. The job does
 # not outlive the script (Ctrl-C, SIGTERM, SIGHUP or an error stops it).
 #
-# Settings (environment): DEMO_MPI (openmpi4 = Debian's Open MPI 4.1, default; mpich or
-# openmpi5 = the PyPI builds scripts/setup.sh installs under target/mpi, each built in
-# target/<name>), DEMO_RANKS (32), DEMO_SIZE (256), DEMO_STEP_SECONDS (3),
-# DEMO_CHECK_EVERY (20), DEMO_DIR (target/demo), DEMO_CLUSTER (1 = emulated hosts where
+# Settings (environment): DEMO_MPI (openmpi418 = PyPI's Open MPI 4.1.8, default; mpich,
+# openmpi5: the other PyPI builds scripts/setup.sh installs under target/mpi, each built
+# in target/<name>; openmpi4 = Debian's Open MPI 4.1.4, built in target), DEMO_RANKS
+# (32), DEMO_SIZE (256), DEMO_STEP_SECONDS (3), DEMO_CHECK_EVERY (20), DEMO_DIR (target/demo), DEMO_CLUSTER (1 = emulated hosts where
 # possible; 0 = logical nodes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-MPI=${DEMO_MPI:-openmpi4}
+MPI=${DEMO_MPI:-openmpi418}
 case "$MPI" in
   openmpi4) TARGET=$PWD/target ;;
-  mpich | openmpi5)
+  openmpi418 | mpich | openmpi5)
     export PATH="$PWD/target/mpi/$MPI/bin:$PATH"
     export CARGO_TARGET_DIR="$PWD/target/$MPI"
     TARGET=$CARGO_TARGET_DIR
     ;;
-  *) echo "demo: DEMO_MPI=$MPI: expected openmpi4, mpich or openmpi5" >&2; exit 2 ;;
+  *) echo "demo: DEMO_MPI=$MPI: expected openmpi418, openmpi4, mpich or openmpi5" >&2; exit 2 ;;
 esac
 cargo build --release --quiet --bin rankmig --example jacobi
 
@@ -62,7 +62,7 @@ cd "$DIR"
 # A plain run (no rankmig) of 4 ranks by the launcher of $MPI: plain_run ARGS...
 plain_run() {
   case "$MPI" in
-    openmpi4) mpirun --oversubscribe -np 4 "$APP" "$@" ;;
+    openmpi4 | openmpi418) mpirun --oversubscribe -np 4 "$APP" "$@" ;;
     openmpi5) mpirun --map-by :OVERSUBSCRIBE -np 4 "$APP" "$@" ;;
     mpich) mpiexec -n 4 "$APP" "$@" ;;
   esac

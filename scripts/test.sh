@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds, runs every test (unit,
-# integration with real hwloc XML files and real MPI launchers), also without the MPI
-# feature; then the multi-host scenarios of the emulated cluster and the C interface
-# example and the Slurm scenarios again with MPICH and with Open MPI 5 (from PyPI, see
-# scripts/setup.sh), and the C and Fortran examples with Debian's MPICH 4.0.2, each built in its own target directory with its own MPI first on
-# PATH (Open MPI 5 moves ranks across hosts by relaunching from a checkpoint: it cannot
-# spawn there).
+# integration with real hwloc XML files and real MPI launchers) with PyPI's Open MPI
+# 4.1.8, also without the MPI feature; then the multi-host scenarios of the emulated
+# cluster, the C interface example and the Slurm scenarios again with Debian's Open MPI
+# 4.1.4 (with its C and Fortran examples), MPICH and Open MPI 5 (from PyPI, see
+# scripts/setup.sh), and the C and Fortran examples with Debian's MPICH 4.0.2, each built
+# in its own target directory with its own MPI first on PATH (Open MPI 5 moves ranks
+# across hosts by relaunching from a checkpoint: it cannot spawn there).
 #
 # Every test runs even when one fails (--no-fail-fast); the script then exits
 # non-zero and lists what failed. RANKMIG_TEST_MPIS="mpich" (or "") limits the
-# other implementations.
+# implementations after Open MPI 4.1.8 (default: "openmpi4 mpich openmpi5").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
@@ -29,27 +30,48 @@ step() {
   echo "=== test.sh: $name took $((SECONDS - start)) s" >&2
 }
 
-step "build (Open MPI 4.1)" cargo build --release --all-targets
-step "lib without MPI" cargo test --release --no-fail-fast --no-default-features --lib
-step "all tests (Open MPI 4.1)" cargo test --release --no-fail-fast
-
 ROOT=$PWD
-for impl in ${RANKMIG_TEST_MPIS-mpich openmpi5}; do
-  prefix="$ROOT/target/mpi/$impl"
-  if [ ! -x "$prefix/bin/mpicc" ]; then
-    failed+=("$impl: not installed in $prefix")
-    continue
+step "lib without MPI" cargo test --release --no-fail-fast --no-default-features --lib
+
+# Open MPI 4.1.8 (PyPI): every test but the Fortran ones and the comparison with Open
+# MPI's own counting (the wheel has neither Fortran wrappers nor `pml monitoring`;
+# Debian's Open MPI 4.1.4 runs them below, and MPICH 4.0.2 the Fortran ones).
+ompi418=(env "PATH=$ROOT/target/mpi/openmpi418/bin:$PATH" "CARGO_TARGET_DIR=$ROOT/target/openmpi418")
+if [ -x "$ROOT/target/mpi/openmpi418/bin/mpicc" ]; then
+  step "build (Open MPI 4.1.8)" "${ompi418[@]}" cargo build --release --all-targets
+  step "all tests (Open MPI 4.1.8)" "${ompi418[@]}" cargo test --release --no-fail-fast -- \
+    --skip c_programs::the_c_and_fortran_twins --skip c_programs::a_fortran_program \
+    --skip c_programs::an_mpi_f08_program --skip c_programs::the_mpi_f08_ring \
+    --skip c_programs::the_traffic_of_fortran \
+    --skip monitor_mpi::live_matrix_agrees_with_open_mpi_monitoring
+else
+  failed+=("openmpi418: not installed in $ROOT/target/mpi/openmpi418")
+fi
+
+for impl in ${RANKMIG_TEST_MPIS-openmpi4 mpich openmpi5}; do
+  if [ "$impl" = openmpi4 ]; then
+    # Debian's Open MPI 4.1.4 (/usr/bin, external PMIx 4): the default target directory.
+    # Its spawns hang now and then (openpmix#2735): the migration tests try three times.
+    with_impl=(env)
+    c_tests=(c_programs:: monitor_mpi::live_matrix_agrees_with_open_mpi_monitoring)
+  else
+    prefix="$ROOT/target/mpi/$impl"
+    if [ ! -x "$prefix/bin/mpicc" ]; then
+      failed+=("$impl: not installed in $prefix")
+      continue
+    fi
+    with_impl=(env "PATH=$prefix/bin:$PATH" "CARGO_TARGET_DIR=$ROOT/target/$impl")
+    c_tests=(c_programs::a_c_program_migrates_live)
   fi
-  with_impl=(env "PATH=$prefix/bin:$PATH" "CARGO_TARGET_DIR=$ROOT/target/$impl")
-  step "build ($impl)" "${with_impl[@]}" cargo build --release --bins --examples --lib --tests
+  step "build ($impl)" "${with_impl[@]}" cargo build --release --bins --examples --test it
   # Open MPI 5.0.11 cannot spawn under several daemons (Capabilities::
   # spawn_across_daemons): its scenarios across hosts move the ranks by a relaunch
   # from a checkpoint, and the tests expect that.
   step "linked MPI and emulated cluster ($impl)" "${with_impl[@]}" \
     cargo test --release --no-fail-fast --test it -- linked_mpi:: cluster_mpi::
-  step "C interface on the emulated cluster ($impl)" "${with_impl[@]}" \
-    cargo test --release --no-fail-fast --test it -- c_programs::a_c_program_migrates_live
-  # Under the emulated Slurm, as Open MPI 4.1 above.
+  step "C programs ($impl)" "${with_impl[@]}" \
+    cargo test --release --no-fail-fast --test it -- "${c_tests[@]}"
+  # Under the emulated Slurm.
   step "Slurm ($impl)" "${with_impl[@]}" cargo test --release --no-fail-fast --test it -- slurm_rms::
 done
 
