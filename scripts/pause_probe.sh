@@ -11,8 +11,8 @@
 # Usage: scripts/pause_probe.sh [STATE_MB] (default 8). Environment: KEEP=1 keeps the work
 # directory (its live.err holds the TIMELINE lines with RANKMIG_TIMELINE=1), PROGRAM (probe,
 # the default, or jacobi: examples/jacobi.rs on a grid of about STATE_MB per rank, with
-# its --times), IMPL (openmpi4,
-# the default, or mpich: the PyPI MPICH of scripts/setup.sh, built in target/mpich),
+# its --times), IMPL (openmpi4, Debian's Open MPI 4.1.4, the default; or openmpi418 or
+# mpich: PyPI's Open MPI 4.1.8 or MPICH of scripts/setup.sh, built in target/IMPL),
 # RANKS (8), WARMUP (3), AFTER (3), and any RANKMIG_* variable (RANKMIG_BLOCKING_SPAWN=1
 # measures the spawn with the application held).
 set -euo pipefail
@@ -25,10 +25,10 @@ HALF=$((RANKS / 2))
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 case $IMPL in
   openmpi4) target=$ROOT/target ;;
-  mpich)
-    target=$ROOT/target/mpich
-    export PATH="$ROOT/target/mpi/mpich/bin:$PATH" CARGO_TARGET_DIR=$target ;;
-  *) echo "pause_probe: IMPL must be openmpi4 or mpich" >&2; exit 2 ;;
+  openmpi418 | mpich)
+    target=$ROOT/target/$IMPL
+    export PATH="$ROOT/target/mpi/$IMPL/bin:$PATH" CARGO_TARGET_DIR=$target ;;
+  *) echo "pause_probe: IMPL must be openmpi4, openmpi418 or mpich" >&2; exit 2 ;;
 esac
 cargo build --release --quiet --lib --bin rankmig --example jacobi
 lib=$target/release
