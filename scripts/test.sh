@@ -63,7 +63,7 @@ for impl in ${RANKMIG_TEST_MPIS-openmpi4 mpich openmpi5}; do
     with_impl=(env "PATH=$prefix/bin:$PATH" "CARGO_TARGET_DIR=$ROOT/target/$impl")
     c_tests=(c_programs::a_c_program_migrates_live)
   fi
-  step "build ($impl)" "${with_impl[@]}" cargo build --release --bins --examples --test it
+  step "build ($impl)" "${with_impl[@]}" cargo build --release --lib --bins --examples --test it
   # Open MPI 5.0.11 cannot spawn under several daemons (Capabilities::
   # spawn_across_daemons): its scenarios across hosts move the ranks by a relaunch
   # from a checkpoint, and the tests expect that.
