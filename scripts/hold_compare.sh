@@ -17,7 +17,10 @@ for trial in $(seq "${1:-3}"); do
   dir=$(mktemp -d -p "$work")
   timeout 120 mpiexec -n 4 "$work/connect_hold" parent "$dir" >"$dir/out" &
   parent=$!
-  while [ ! -f "$dir/port" ]; do sleep 0.05; done
+  while [ ! -f "$dir/port" ]; do
+    kill -0 $parent 2>/dev/null || { echo "hold_compare: the parent job ended without a port" >&2; exit 1; }
+    sleep 0.05
+  done
   timeout 120 mpiexec -n 4 "$work/connect_hold" child "$dir"
   wait $parent
   echo "trial $trial, connect: $(tail -1 "$dir/out")"
