@@ -212,6 +212,12 @@ pub struct Capabilities {
     /// MPI 4.1 and MPICH; not with Open MPI 5, whose connect/accept is reported to hang
     /// (open-mpi/ompi#13076) and which moves ranks across hosts by a relaunch anyway.
     pub background_spawn: bool,
+    /// The replacements of a background migration may be started by a second launch
+    /// of `rankmig run` and joined with `MPI_Comm_accept`/`MPI_Comm_connect`
+    /// ([`crate::migrate::launch_request`]), which holds the application for less than
+    /// a spawn does. Tried with MPICH 5.0.2, whose spawn holds every MPI call of the
+    /// application until the children start; not tried with Open MPI.
+    pub launch_replacements: bool,
 }
 
 /// How a rank whose process has been replaced ends.

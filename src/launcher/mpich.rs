@@ -147,6 +147,7 @@ impl Launcher for Mpich {
             add_hosts: true,
             spawn_across_daemons: true,
             background_spawn: true,
+            launch_replacements: true,
         }
     }
 }

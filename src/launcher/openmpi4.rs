@@ -202,6 +202,7 @@ impl Launcher for OpenMpi4 {
             add_hosts: false,
             spawn_across_daemons: true,
             background_spawn: true,
+            launch_replacements: false,
         }
     }
 }

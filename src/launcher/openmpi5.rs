@@ -194,6 +194,7 @@ impl Launcher for OpenMpi5 {
             add_hosts: true,
             spawn_across_daemons: false,
             background_spawn: false,
+            launch_replacements: false,
         }
     }
 }

@@ -21,6 +21,7 @@
 pub mod finalize;
 #[cfg(feature = "mpi")]
 pub mod job;
+pub mod launch_request;
 #[cfg(feature = "mpi")]
 pub mod protocol;
 pub mod record;

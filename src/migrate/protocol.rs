@@ -288,7 +288,13 @@ pub fn spawn_bridge(
     let own = SimpleCommunicator::self_comm().duplicate();
     let inter = spawn(&own, program, args, groups);
     spawned();
-    let inter = inter?;
+    bridge_with(inter?, state_sizes)
+}
+
+/// The [`Bridge`] of old rank 0 and the new processes at the other end of `inter`:
+/// new process `j` is told `state_sizes[j]` and makes a buffer that size ready;
+/// returned once each has said it is ready.
+fn bridge_with(inter: InterCommunicator, state_sizes: &[u64]) -> Result<Bridge, MigrateError> {
     let merged = inter.merge(MergeOrder::Low);
     crate::migrate::timeline::step("rank 0: bridge merged");
     free_intercomm(inter);
@@ -308,6 +314,89 @@ pub fn spawn_bridge(
     let raw = merged.as_raw();
     std::mem::forget(merged);
     Ok(Bridge(raw))
+}
+
+/// Bytes of a port name: MPICH 5.0 with OFI makes names of about 430 bytes, more
+/// than its default `MPI_MAX_PORT_NAME` (256), and `MPI_Open_port` fails ("no space
+/// for port_name tag") unless info `port_name_size` allows more.
+const PORT_NAME_BYTES: usize = 4096;
+
+/// Old rank 0's helper: opens a port for replacement processes of another launch to
+/// connect to.
+pub fn open_port() -> Result<String, MigrateError> {
+    let infos = SpawnInfos::new(&[SpawnGroup {
+        host: None,
+        count: 0,
+        info: vec![("port_name_size".into(), PORT_NAME_BYTES.to_string())],
+    }])
+    .map_err(|why| MigrateError::Spawn {
+        program: "MPI_Open_port".into(),
+        why,
+    })?;
+    let mut name = vec![0 as c_char; PORT_NAME_BYTES + 1];
+    // SAFETY: a valid info object and a buffer longer than the size the info allows.
+    let rc = unsafe { ffi::MPI_Open_port(infos.handles[0], name.as_mut_ptr()) };
+    if rc != ffi::MPI_SUCCESS as c_int {
+        return Err(MigrateError::Protocol("MPI_Open_port failed"));
+    }
+    // SAFETY: MPI wrote a NUL-terminated name into the buffer.
+    let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) };
+    Ok(name.to_string_lossy().into_owned())
+}
+
+/// Closes a port made by [`open_port`].
+pub fn close_port(port: &str) {
+    if let Ok(c) = CString::new(port) {
+        // SAFETY: the name of a port this process opened.
+        unsafe { ffi::MPI_Close_port(c.as_ptr()) };
+    }
+}
+
+/// Old rank 0's helper, once the processes of another launch wait in
+/// [`connect_to_job`] on `port`: accepts them from a private duplicate of
+/// `MPI_COMM_SELF` and makes the [`Bridge`] with them as [`spawn_bridge`] does.
+pub fn accept_bridge(port: &str, state_sizes: &[u64]) -> Result<Bridge, MigrateError> {
+    let own = SimpleCommunicator::self_comm().duplicate();
+    return_errors(&own);
+    let inter = port_call(port, &own, ffi::MPI_Comm_accept, "MPI_Comm_accept")?;
+    crate::migrate::timeline::step("rank 0: accepted the new processes");
+    bridge_with(inter, state_sizes)
+}
+
+/// A replacement process of another launch: connects, with every process of its
+/// `MPI_COMM_WORLD`, to old rank 0's `port`; the intercommunicator stands for the
+/// parent one of a spawned process ([`new_process_exchange`]).
+pub fn connect_to_job(port: &str) -> Result<InterCommunicator, MigrateError> {
+    let world = SimpleCommunicator::world();
+    return_errors(&world);
+    port_call(port, &world, ffi::MPI_Comm_connect, "MPI_Comm_connect")
+}
+
+type PortCall = unsafe extern "C" fn(
+    *const c_char,
+    ffi::MPI_Info,
+    c_int,
+    ffi::MPI_Comm,
+    *mut ffi::MPI_Comm,
+) -> c_int;
+
+/// `MPI_Comm_accept` or `MPI_Comm_connect` on `port` over `comm` (root 0).
+fn port_call(
+    port: &str,
+    comm: &SimpleCommunicator,
+    call: PortCall,
+    name: &'static str,
+) -> Result<InterCommunicator, MigrateError> {
+    let c_port = CString::new(port).map_err(|_| MigrateError::Protocol("a port name holds NUL"))?;
+    // SAFETY: reading predefined handles.
+    let (mut inter, info) = unsafe { (ffi::RSMPI_COMM_NULL, ffi::RSMPI_INFO_NULL) };
+    // SAFETY: a valid port name, communicator and out-parameter.
+    let rc = unsafe { call(c_port.as_ptr(), info, 0, comm.as_raw(), &mut inter) };
+    if rc != ffi::MPI_SUCCESS as c_int {
+        return Err(MigrateError::Protocol(name));
+    }
+    // SAFETY: MPI returned a valid intercommunicator.
+    unsafe { InterCommunicator::try_from_raw(inter) }.ok_or(MigrateError::Protocol(name))
 }
 
 /// Old ranks (collective over `comm`), once a background spawn of `new_processes`
@@ -581,6 +670,24 @@ fn receive_into(
     comm.process_at_rank(source)
         .receive_into_with_tag(&mut buffer[..], tag);
     buffer
+}
+
+/// A barrier over `comm` (`MPI_Ibarrier`) waited for sleeping [`BRIDGE_POLL`] between
+/// looks: processes that wait for others to start take no CPU meanwhile.
+pub fn barrier_without_spinning(comm: &SimpleCommunicator) {
+    // SAFETY: reading a predefined handle.
+    let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // SAFETY: a valid communicator and out-parameter.
+    unsafe { ffi::MPI_Ibarrier(comm.as_raw(), &mut request) };
+    loop {
+        let mut done: c_int = 0;
+        // SAFETY: the request of the MPI_Ibarrier above, tested until it completes.
+        unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+        if done != 0 {
+            return;
+        }
+        std::thread::sleep(BRIDGE_POLL);
+    }
 }
 
 /// A duplicate of `comm` (collective over it), waited for sleeping [`EXCHANGE_POLL`]

@@ -110,6 +110,10 @@ pub struct JobSettings {
     /// Spawns hold the application for their whole length ([`ENV_BLOCKING_SPAWN`]).
     #[serde(default)]
     pub blocking_spawn: bool,
+    /// `rankmig run` starts the replacements of a background migration when rank 0
+    /// asks ([`super::launch_request`]), instead of rank 0 spawning them.
+    #[serde(default)]
+    pub launches_replacements: bool,
 }
 
 fn default_settle_ms() -> u64 {
@@ -180,6 +184,7 @@ impl JobSettings {
             mpi: env_mpi()?,
             allow_new_hosts: env_flag(ENV_ALLOW_NEW_HOSTS)?,
             blocking_spawn: env_flag(ENV_BLOCKING_SPAWN)?,
+            launches_replacements: env_flag(super::launch_request::ENV_LAUNCHES_REPLACEMENTS)?,
         })
     }
 

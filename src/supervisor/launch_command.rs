@@ -3,6 +3,7 @@
 //! [`super::launch`] so that the run specification ([`RunSpec`]) stays below the
 //! modules this one uses ([`super::progress`], [`super::rank_environment`]).
 
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
@@ -12,6 +13,8 @@ use super::launch::{
 use super::progress::launch_line;
 use super::rank_environment::{rank_environment, user_launcher_args};
 use crate::launcher::JobLaunch;
+use crate::migrate::launch_request::{ENV_JOIN, LaunchRequest};
+use crate::planner::{Location, Placement};
 
 /// Prepares the run directory: `run.json`, the placement of this launch, the rankfile
 /// and (multi-host mode) the launcher's hostfile. Returns the launch command. A launch
@@ -75,6 +78,59 @@ pub fn prepare(spec: &RunSpec, kind: LaunchKind) -> Result<Command, LaunchError>
     // The binary sets it for its own error messages; in the ranks it would make every
     // topology load redirect their standard error for a moment.
     cmd.env_remove("HWLOC_SYNTHETIC_VERBOSE");
+    Ok(cmd)
+}
+
+/// The command that starts the replacement processes `request` asks for
+/// ([`crate::migrate::launch_request`]): the launcher with a hostfile of the
+/// request's hosts (none on logical nodes), the variables of the job's launch
+/// (`job_env`), and [`ENV_JOIN`] naming the request (`request_path`).
+pub fn replacement_command(
+    spec: &RunSpec,
+    request: &LaunchRequest,
+    request_path: &Path,
+    job_env: &[(OsString, OsString)],
+) -> Result<Command, LaunchError> {
+    let launcher = spec.launcher();
+    let placement = Placement::new(
+        (0..request.count)
+            .map(|i| Location {
+                node: request.hosts.get(i).cloned().unwrap_or_default(),
+                core: 0,
+            })
+            .collect(),
+    );
+    let hostfile = match (&spec.allocation, request.hosts.is_empty()) {
+        (Some(allocation), false) => {
+            let path = spec
+                .run_dir
+                .join(format!("hostfile-replacements-{}.txt", request.id));
+            write(
+                &path,
+                &launcher.hostfile(&placement, &spec.usable_hosts(allocation)),
+            )?;
+            Some(path)
+        }
+        _ => None,
+    };
+    let env = [(ENV_JOIN.to_owned(), request_path.display().to_string())];
+    let slurm_vars = slurm_environment(spec);
+    let mut launcher_args = launcher.slurm_options(&slurm_vars);
+    launcher_args.extend(user_launcher_args(spec));
+    let mut cmd = launcher.command(&JobLaunch {
+        placement: &placement,
+        hostfile: hostfile.as_deref(),
+        env: &env,
+        user_args: &launcher_args,
+        program: &request.program,
+    });
+    for (k, v) in job_env {
+        if k != ENV_JOIN {
+            cmd.env(k, v);
+        }
+    }
+    cmd.envs(slurm_vars);
+    cmd.env(ENV_JOIN, request_path);
     Ok(cmd)
 }
 

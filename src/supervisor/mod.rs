@@ -16,6 +16,7 @@ pub mod probe;
 pub mod progress;
 pub mod rank_environment;
 pub mod rank_failure;
+pub mod replacement_launch;
 pub mod rms_watch;
 pub mod run_dir_watch;
 pub mod stall_watch;

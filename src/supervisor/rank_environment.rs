@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::launcher::ENV_MPI;
+use crate::migrate::launch_request::ENV_LAUNCHES_REPLACEMENTS;
 use crate::migrate::settings::{
     ENV_ALLOW_NEW_HOSTS, ENV_AVAILABILITY, ENV_CHECK_EVERY, ENV_CHECK_INTERVAL_MS,
     ENV_CORES_PER_NODE, ENV_HOSTS, ENV_LOST_HOSTS, ENV_MATRIX, ENV_MATRIX_FORMAT,
@@ -67,6 +68,10 @@ pub fn rank_environment(
     }
     if spec.allow_new_hosts {
         env.push((ENV_ALLOW_NEW_HOSTS.into(), "1".into()));
+    }
+    let offer = spec.launcher().capabilities().launch_replacements;
+    if offer && std::env::var_os(ENV_LAUNCHES_REPLACEMENTS).is_none() {
+        env.push((ENV_LAUNCHES_REPLACEMENTS.into(), "1".into()));
     }
     env.extend(spec.env.iter().cloned());
     for (k, v) in std::env::vars_os() {

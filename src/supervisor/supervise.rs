@@ -20,6 +20,7 @@
 //! the job launched again from the checkpoint the ranks committed before that spawn
 //! ([`super::spawn_watch`]).
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -35,6 +36,7 @@ use super::launch_command::prepare;
 use super::probe::HostProbe;
 use super::progress::ProgressReader;
 use super::rank_failure::{FailureClues, RankFailure};
+use super::replacement_launch::ReplacementLaunches;
 use super::rms_watch::{self, LaunchShared};
 use super::run_dir_watch::RunDirWatch;
 use super::stall_watch::{self, Stall, StallWatch};
@@ -276,6 +278,10 @@ fn supervise(
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(LaunchError::Signals)?;
     let handle = signals.handle();
+    let job_env: Vec<(OsString, OsString)> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+        .collect();
     let mut child = cmd.spawn().map_err(launch_error)?;
     let pid = child.id() as i32;
     let received = Arc::new(AtomicI32::new(0));
@@ -310,6 +316,7 @@ fn supervise(
     let progress = watch_progress(
         spec,
         pid,
+        ReplacementLaunches::new(spec, job_env),
         shared,
         Arc::clone(&running),
         Arc::clone(&misplaced),
@@ -344,13 +351,15 @@ fn supervise(
 }
 
 /// The thread that, every [`PROGRESS_POLL`] while `running`, logs the ranks' progress
-/// and watches the launch: the run directory, spawns, misplaced ranks (noted in
+/// and watches the launch: the run directory, the replacement launches rank 0 asks
+/// for (ended when the job has), spawns, misplaced ranks (noted in
 /// `misplaced`, the job stopped), stalls (the job relaunched) and hosts to hand back to
 /// Slurm (the job stopped to release them). One last round of logs after `running`
 /// turns false.
 fn watch_progress(
     spec: &RunSpec,
     pid: i32,
+    mut replacements: ReplacementLaunches,
     shared: Arc<LaunchShared>,
     running: Arc<AtomicBool>,
     misplaced: Arc<Mutex<Option<Misplaced>>>,
@@ -381,7 +390,12 @@ fn watch_progress(
                 log::error!("{what}");
             }
             if last_round {
+                replacements.finish();
                 break;
+            }
+            if let Some(why) = replacements.check() {
+                log::error!("{why}: stopping the job");
+                stop_launcher(launcher, pid, SIGTERM);
             }
             spawn_watch.check();
             if let Some(found) = stop_if_misplaced(&run_dir, misplaced_from, &misplaced) {

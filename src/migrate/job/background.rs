@@ -22,9 +22,11 @@
 //! state and rebuild the communicator. Edits of the availability file made meanwhile
 //! are acted on after the migration, against the placement it makes.
 
+use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use mpi::topology::InterCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 use serde::Serialize;
 
@@ -37,6 +39,7 @@ use super::migration::{Held, spawn_order, spawn_program};
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
 use super::{Job, MigrateError};
+use crate::migrate::launch_request::{self, LaunchRequest};
 
 /// Time between two availability checks while a spawn runs in the background, so that
 /// the ranks join the new processes soon after they are ready.
@@ -148,22 +151,46 @@ impl Job {
             self.mark_spawn_begun(moves.len());
             let program = spawn_program(&self.settings)?;
             let args: Vec<String> = std::env::args().skip(1).collect();
-            let groups = self.spawn_request(&moves);
             let marker = self.spawn_marker_dir().map(std::path::Path::to_path_buf);
+            let spawned = move || {
+                crate::migrate::timeline::step("rank 0: spawn returned");
+                if let Some(dir) = marker {
+                    crate::migrate::spawn_watch::end(&dir);
+                }
+            };
+            let start: Box<dyn FnOnce() -> Result<Bridge, MigrateError> + Send> =
+                match self.replacement_launch_dir() {
+                    Some(run_dir) => {
+                        let hosts = if self.settings.multi_host() {
+                            moves.iter().map(|m| m.to.node.clone()).collect()
+                        } else {
+                            Vec::new()
+                        };
+                        let mut command = vec![program];
+                        command.extend(args);
+                        let migration = self.reconfigurations + 1;
+                        let count = moves.len();
+                        Box::new(move || {
+                            let request = |port: String| {
+                                LaunchRequest::new(migration, port, hosts, count, command)
+                            };
+                            launch_bridge(&run_dir, request, &state_sizes, spawned)
+                        })
+                    }
+                    None => {
+                        let groups = self.spawn_request(&moves);
+                        Box::new(move || {
+                            protocol::spawn_bridge(&program, &args, &groups, &state_sizes, spawned)
+                        })
+                    }
+                };
             Some(
                 std::thread::Builder::new()
                     .name("rankmig-spawn".into())
                     .spawn(move || {
                         let _not_counted = crate::monitor::Paused::new();
                         crate::migrate::timeline::step("rank 0: background spawn begins");
-                        let spawned = || {
-                            crate::migrate::timeline::step("rank 0: spawn returned");
-                            if let Some(dir) = marker {
-                                crate::migrate::spawn_watch::end(&dir);
-                            }
-                        };
-                        protocol::spawn_bridge(&program, &args, &groups, &state_sizes, spawned)
-                            .map_err(|e| e.to_string())
+                        start().map_err(|e| e.to_string())
                     })?,
             )
         } else {
@@ -174,6 +201,14 @@ impl Job {
             pending.spawn_started = true;
         }
         Ok(())
+    }
+
+    /// The run directory through which `rankmig run` starts this job's replacements
+    /// ([`crate::migrate::launch_request`]), when it does.
+    fn replacement_launch_dir(&self) -> Option<PathBuf> {
+        let offered = self.settings.launches_replacements
+            && self.launcher().capabilities().launch_replacements;
+        self.settings.run_dir.clone().filter(|_| offered)
     }
 
     /// At an availability check while a migration runs in the background: commits the
@@ -365,4 +400,57 @@ impl Job {
             protocol::dismiss_background_spawn(bridge, pending.plan.moves.len());
         }
     }
+}
+
+/// How often old rank 0's helper looks whether the replacements of a launch are ready.
+const LAUNCH_POLL: Duration = Duration::from_millis(2);
+
+/// Old rank 0's helper: opens a port, asks `rankmig run` to start the replacements
+/// (`request` made from the port), waits (without MPI calls) until they wait in
+/// `MPI_Comm_connect`, and accepts them into the [`Bridge`]; `started` is called once
+/// they are ready or their launch failed.
+fn launch_bridge(
+    run_dir: &Path,
+    request: impl FnOnce(String) -> LaunchRequest,
+    state_sizes: &[u64],
+    started: impl FnOnce(),
+) -> Result<Bridge, MigrateError> {
+    let port = protocol::open_port()?;
+    let request = request(port.clone());
+    let launch_failed = |why: String| MigrateError::Spawn {
+        program: request.program.first().cloned().unwrap_or_default(),
+        why,
+    };
+    let waited = launch_request::submit(run_dir, &request)
+        .map_err(|e| e.to_string())
+        .and_then(|()| launch_request::wait(run_dir, &request.id, LAUNCH_POLL));
+    started();
+    let bridge = waited
+        .map_err(|why| launch_failed(format!("the launch of the replacements failed: {why}")))
+        .and_then(|()| protocol::accept_bridge(&port, state_sizes));
+    protocol::close_port(&port);
+    launch_request::clean(run_dir, &request.id);
+    bridge
+}
+
+/// A replacement process started by `rankmig run` for the request at `path`
+/// ([`launch_request::ENV_JOIN`]): once every process of its launch has initialised
+/// MPI, the first says they are ready, and all connect to old rank 0's port.
+/// Collective over `MPI_COMM_WORLD`.
+pub(super) fn join_launch(path: &Path) -> Result<InterCommunicator, MigrateError> {
+    let request = launch_request::read(path).map_err(|e| MigrateError::Spawn {
+        program: "this replacement".into(),
+        why: e.to_string(),
+    })?;
+    let world = mpi::topology::SimpleCommunicator::world();
+    protocol::barrier_without_spinning(&world);
+    if world.rank() == 0 {
+        let run_dir = path.parent().unwrap_or(Path::new("."));
+        launch_request::mark_ready(run_dir, &request.id).map_err(|e| MigrateError::Spawn {
+            program: "this replacement".into(),
+            why: e.to_string(),
+        })?;
+    }
+    crate::migrate::timeline::step("new: connecting to old rank 0");
+    protocol::connect_to_job(&request.port)
 }

@@ -35,6 +35,7 @@ use migration::Assignment;
 use pacing::CheckPacer;
 
 use super::MigrateError;
+use super::launch_request;
 use super::protocol::{self};
 use super::record::{self, IterationRecord};
 use super::settings::JobSettings;
@@ -132,6 +133,10 @@ impl Job {
         let world = SimpleCommunicator::world();
         if let Some(parent) = world.parent() {
             return Self::arrive(parent);
+        }
+        if let Some(request) = std::env::var_os(launch_request::ENV_JOIN).filter(|v| !v.is_empty())
+        {
+            return Self::arrive(background::join_launch(std::path::Path::new(&request))?);
         }
         let mut settings = JobSettings::from_env()?;
         if settings.mpi.is_none() {
