@@ -8,18 +8,18 @@
 //! reported to rank 0 ([`crate::migrate::launch_request::mark_failed`]): the
 //! migration fails and nobody moves. A launch that ends with an error after its
 //! processes joined the job means ranks of the job died: [`ReplacementLaunches::check`]
-//! says so and the job is stopped as after any rank's death. When the job's own
-//! launcher has ended, the replacement launches still running get [`super::supervise::STOP_GRACE`]
-//! to end by themselves, then are killed with every process below them.
+//! says so and the job is stopped as after any rank's death. The job runs until its
+//! own launcher and every replacement launch have ended (its ranks may all have moved
+//! into replacement launches); when the job is stopped, or its own launcher fails,
+//! the replacement launches are killed with every process below them.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, ExitStatus, Stdio};
 
 use super::launch::RunSpec;
 use super::launch_command::replacement_command;
-use super::supervise::{STOP_GRACE, kill_tree};
+use super::supervise::kill_tree;
 use crate::migrate::launch_request::{self, LaunchRequest};
 
 /// One replacement launch under way.
@@ -33,6 +33,8 @@ pub struct ReplacementLaunches {
     spec: RunSpec,
     job_env: Vec<(OsString, OsString)>,
     running: Vec<Running>,
+    /// The exit code of the first launch that failed after its processes joined.
+    failure: Option<i32>,
 }
 
 impl ReplacementLaunches {
@@ -43,6 +45,7 @@ impl ReplacementLaunches {
             spec: spec.clone(),
             job_env,
             running: Vec::new(),
+            failure: None,
         }
     }
 
@@ -52,6 +55,7 @@ impl ReplacementLaunches {
     pub fn check(&mut self) -> Option<String> {
         self.start_requested();
         let mut stop = None;
+        let mut failed = Vec::new();
         let run_dir = self.spec.run_dir.clone();
         let program = self.spec.launcher().program();
         self.running.retain_mut(|r| {
@@ -62,11 +66,14 @@ impl ReplacementLaunches {
             let migration = r.request.migration;
             match (status.success(), joined) {
                 (_, false) => {
-                    let why = format!("{program} exited ({status}) before the replacements were ready");
+                    let why = format!(
+                        "{program} exited ({status}) before the replacements were ready"
+                    );
                     log::warn!("migration {migration}: {why}");
                     launch_request::mark_failed(&run_dir, &r.request.id, &why);
                 }
                 (false, true) => {
+                    failed.push(status);
                     stop = Some(format!(
                         "the launch of migration {migration}'s replacement processes ended ({status}): ranks of the job died"
                     ));
@@ -75,6 +82,9 @@ impl ReplacementLaunches {
             }
             false
         });
+        for status in failed {
+            self.note_failure(status);
+        }
         stop
     }
 
@@ -119,24 +129,36 @@ impl ReplacementLaunches {
         }
     }
 
-    /// The job's launcher has ended: waits up to [`STOP_GRACE`] for the replacement
-    /// launches to end, then kills what is left of them.
-    pub fn finish(&mut self) {
-        let deadline = Instant::now() + STOP_GRACE;
-        while Instant::now() < deadline && !self.running.is_empty() {
-            self.running
-                .retain_mut(|r| matches!(r.child.try_wait(), Ok(None)));
-            std::thread::sleep(Duration::from_millis(100));
-        }
+    /// True when no replacement launch runs.
+    pub fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
+
+    /// Kills every replacement launch that still runs, with every process below it
+    /// (the job is being stopped, or its launcher failed).
+    pub fn kill_all(&mut self) {
         for r in &mut self.running {
-            log::warn!(
-                "migration {}'s replacement launch did not end with the job: killing it",
-                r.request.migration
-            );
             kill_tree(r.child.id());
             let _ = r.child.wait();
         }
         self.running.clear();
+    }
+
+    /// The exit code of the first replacement launch that ended with an error after
+    /// its processes had joined the job.
+    pub fn first_failure(&self) -> Option<i32> {
+        self.failure
+    }
+
+    fn note_failure(&mut self, status: ExitStatus) {
+        use std::os::unix::process::ExitStatusExt;
+        if self.failure.is_none() && !status.success() {
+            self.failure = Some(
+                status
+                    .code()
+                    .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+            );
+        }
     }
 }
 

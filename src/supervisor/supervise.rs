@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGKILL, SIGTERM};
 
 use super::availability_lock::AvailabilityLock;
 use super::launch::{LaunchError, LaunchKind, RunSpec, save_spec};
@@ -285,13 +285,18 @@ fn supervise(
     let mut child = cmd.spawn().map_err(launch_error)?;
     let pid = child.id() as i32;
     let received = Arc::new(AtomicI32::new(0));
+    let running = Arc::new(AtomicBool::new(true));
+    // The launcher gets the signal while it runs; the replacement launches are
+    // stopped by the watch thread.
     let forwarder = {
-        let received = Arc::clone(&received);
+        let (received, running) = (Arc::clone(&received), Arc::clone(&running));
         std::thread::spawn(move || {
             for signal in signals.forever() {
                 received.store(signal, Ordering::SeqCst);
                 log::warn!("signal {signal} received: stopping the job");
-                stop_launcher(launcher, pid, signal);
+                if running.load(Ordering::SeqCst) {
+                    stop_launcher(launcher, pid, signal);
+                }
             }
         })
     };
@@ -311,19 +316,24 @@ fn supervise(
         let clues = Arc::clone(&clues);
         std::thread::spawn(move || scan_stdout(stdout, &clues))
     });
-    let running = Arc::new(AtomicBool::new(true));
+    let succeeded = Arc::new(AtomicBool::new(false));
     let misplaced = Arc::new(Mutex::new(None::<Misplaced>));
     let progress = watch_progress(
         spec,
         pid,
         ReplacementLaunches::new(spec, job_env),
         shared,
-        Arc::clone(&running),
+        LauncherState {
+            running: Arc::clone(&running),
+            succeeded: Arc::clone(&succeeded),
+            received: Arc::clone(&received),
+        },
         Arc::clone(&misplaced),
     );
     let status = child.wait().map_err(launch_error)?;
+    succeeded.store(status.success(), Ordering::SeqCst);
     running.store(false, Ordering::SeqCst);
-    let _ = progress.join();
+    let replacement_failure = progress.join().ok().flatten();
     handle.close();
     let _ = forwarder.join();
     if let Some(r) = reader {
@@ -334,7 +344,13 @@ fn supervise(
     }
     let signal = received.load(Ordering::SeqCst);
     let lost_hosts = lost.lock().map(|l| l.clone()).unwrap_or_default();
-    let code = job_exit_code(status, spec, mark, &lost_hosts);
+    let code = match (
+        job_exit_code(status, spec, mark, &lost_hosts),
+        replacement_failure,
+    ) {
+        (0, Some(failed)) => failed,
+        (code, _) => code,
+    };
     let failure = (code != 0 && signal == 0)
         .then(|| {
             let clues = clues.lock().map(|c| c.clone()).unwrap_or_default();
@@ -350,25 +366,36 @@ fn supervise(
     })
 }
 
-/// The thread that, every [`PROGRESS_POLL`] while `running`, logs the ranks' progress
-/// and watches the launch: the run directory, the replacement launches rank 0 asks
-/// for (ended when the job has), spawns, misplaced ranks (noted in
-/// `misplaced`, the job stopped), stalls (the job relaunched) and hosts to hand back to
-/// Slurm (the job stopped to release them). One last round of logs after `running`
-/// turns false.
+/// What the watch thread is told of the job's own launcher: whether it still runs,
+/// whether it exited 0, and the signal `rankmig run` received and forwarded (0: none).
+struct LauncherState {
+    running: Arc<AtomicBool>,
+    succeeded: Arc<AtomicBool>,
+    received: Arc<AtomicI32>,
+}
+
+/// The thread that, every [`PROGRESS_POLL`], logs the ranks' progress and watches the
+/// launch: the run directory, the replacement launches rank 0 asks for, spawns,
+/// misplaced ranks (noted in `misplaced`, the job stopped), stalls (the job
+/// relaunched) and hosts to hand back to Slurm (the job stopped to release them).
+///
+/// It goes on while the job's launcher runs, and after it exited 0 while replacement
+/// launches still run (the job's ranks may all have moved into them); after it failed,
+/// the replacement launches are killed. One last round of logs then. Returns the exit
+/// code of the first replacement launch that failed, if one did.
 fn watch_progress(
     spec: &RunSpec,
     pid: i32,
     mut replacements: ReplacementLaunches,
     shared: Arc<LaunchShared>,
-    running: Arc<AtomicBool>,
+    state: LauncherState,
     misplaced: Arc<Mutex<Option<Misplaced>>>,
-) -> std::thread::JoinHandle<()> {
+) -> std::thread::JoinHandle<Option<i32>> {
     let launcher = spec.launcher();
     let misplaced_from = misplaced_mark(&spec.run_dir);
     let mut reader = ProgressReader::new(&spec.run_dir);
     let ranks = spec.ranks;
-    let mut spawn_watch = SpawnWatch::new(spec, pid);
+    let mut spawn_watch = SpawnWatch::new(spec);
     let mut stall_watch = (spec.stall_timeout_ms != Some(0)).then(|| {
         let fixed = spec.stall_timeout_ms.map(Duration::from_millis);
         StallWatch::new(&spec.run_dir, spec.ranks, fixed)
@@ -377,8 +404,30 @@ fn watch_progress(
     let mut run_dir_watch = RunDirWatch::new(spec);
     let mut releasing = false;
     std::thread::spawn(move || {
+        // Stops the whole job: its launcher while it runs (with `signal`, or killed with
+        // every process below it when `signal` is SIGKILL), and the replacement launches.
+        let stop_job = |replacements: &mut ReplacementLaunches, signal: i32| {
+            if state.running.load(Ordering::SeqCst) {
+                if signal == SIGKILL {
+                    kill_tree(pid as u32);
+                } else {
+                    stop_launcher(launcher, pid, signal);
+                }
+            }
+            replacements.kill_all();
+        };
+        let mut forwarded = false;
         loop {
-            let last_round = !running.load(Ordering::SeqCst);
+            let launcher_ended = !state.running.load(Ordering::SeqCst);
+            if launcher_ended && !state.succeeded.load(Ordering::SeqCst) {
+                replacements.kill_all();
+            }
+            if state.received.load(Ordering::SeqCst) != 0 && !forwarded {
+                forwarded = true;
+                replacements.kill_all();
+            }
+            let failed_replacements = replacements.check();
+            let last_round = launcher_ended && replacements.is_empty();
             let (lines, nothing_counted) = reader.new_lines_and_warning(ranks);
             for line in lines {
                 log::info!("{line}");
@@ -390,31 +439,34 @@ fn watch_progress(
                 log::error!("{what}");
             }
             if last_round {
-                replacements.finish();
                 break;
             }
-            if let Some(why) = replacements.check() {
+            if let Some(why) = failed_replacements {
                 log::error!("{why}: stopping the job");
-                stop_launcher(launcher, pid, SIGTERM);
+                stop_job(&mut replacements, SIGTERM);
             }
-            spawn_watch.check();
+            if spawn_watch.check() {
+                stop_job(&mut replacements, SIGKILL);
+            }
             if let Some(found) = stop_if_misplaced(&run_dir, misplaced_from, &misplaced) {
                 log::error!("{found}: stopping the job");
-                stop_launcher(launcher, pid, SIGTERM);
+                stop_job(&mut replacements, SIGTERM);
             }
             if let Some(stall) = stall_watch.as_mut().and_then(StallWatch::check) {
                 stall_watch = None;
-                relaunch_after_stall(&run_dir, pid, &stall);
+                relaunch_after_stall(&run_dir, &stall);
+                stop_job(&mut replacements, SIGKILL);
             }
             let release = shared.waiting_release();
             if !release.is_empty() && !releasing {
                 releasing = true;
                 let why = format!("handing {} back to Slurm", release.join(","));
                 request_relaunch(&run_dir, &why);
-                stop_launcher(launcher, pid, SIGTERM);
+                stop_job(&mut replacements, SIGTERM);
             }
             std::thread::sleep(PROGRESS_POLL);
         }
+        replacements.first_failure()
     })
 }
 
@@ -484,26 +536,27 @@ struct SpawnWatch {
     run_dir: PathBuf,
     /// `None`: not watched (`--spawn-timeout 0`, or already acted on).
     timeout: Option<Duration>,
-    mpirun: i32,
 }
 
 impl SpawnWatch {
-    fn new(spec: &RunSpec, mpirun: i32) -> Self {
+    fn new(spec: &RunSpec) -> Self {
         // A marker left by an earlier launch that was stopped is not this one's.
         spawn_watch::end(&spec.run_dir);
         Self {
             run_dir: spec.run_dir.clone(),
             timeout: (spec.spawn_timeout_ms > 0)
                 .then(|| Duration::from_millis(spec.spawn_timeout_ms)),
-            mpirun,
         }
     }
 
-    /// Acts once, when the spawn under way is overdue.
-    fn check(&mut self) {
-        let Some(timeout) = self.timeout else { return };
+    /// Acts once, when the spawn under way is overdue: asks for the job's launch
+    /// again; true then, and the caller stops the job.
+    fn check(&mut self) -> bool {
+        let Some(timeout) = self.timeout else {
+            return false;
+        };
         let Some(what) = spawn_watch::overdue(&self.run_dir, timeout) else {
-            return;
+            return false;
         };
         self.timeout = None;
         let why = format!(
@@ -513,17 +566,16 @@ impl SpawnWatch {
         log::warn!("{why}: stopping the job");
         request_relaunch(&self.run_dir, &why);
         spawn_watch::end(&self.run_dir);
-        kill_tree(self.mpirun as u32);
+        true
     }
 }
 
-/// Reports a stall, records it, and stops the job (launcher `pid`) with a request to
-/// launch it again from its newest complete checkpoint.
-fn relaunch_after_stall(run_dir: &Path, pid: i32, stall: &Stall) {
+/// Reports a stall, records it, and asks for the job's launch again from its newest
+/// complete checkpoint (the caller then stops the job).
+fn relaunch_after_stall(run_dir: &Path, stall: &Stall) {
     log::warn!("{stall}: stopping the job");
     stall_watch::record(run_dir, stall);
     request_relaunch(run_dir, &format!("stall: {stall}"));
-    kill_tree(pid as u32);
 }
 
 /// Stops the launcher `pid` with `signal`, so it ends its daemons and ranks itself

@@ -324,6 +324,61 @@ fn started(cluster: &Cluster) -> bool {
     cluster.run_dir().join("iterations/rank-0.csv").exists()
 }
 
+/// Every rank leaves the hosts of the first launch, then comes back: with MPICH the
+/// replacements are started by launches of their own, so the job's first `mpiexec`
+/// ends (its ranks all left) while the job goes on; `rankmig run` must keep the job
+/// running until its last launch ends, with a plain run's result.
+#[test]
+fn every_rank_leaves_the_hosts_it_started_on_and_comes_back() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let cluster = Cluster::new(&["h1", "h2", "h3", "h4"], "h1 2\nh2 2\n");
+    let child = cluster.start(4, &[]);
+    let root = child.id();
+    wait_until("the job to start", Duration::from_secs(60), || {
+        started(&cluster)
+    });
+    let mut moves = Moves::default();
+    for (k, (availability, left)) in [
+        ("h3 2\nh4 2\n", ["h1", "h2"]),
+        ("h1 2\nh2 2\n", ["h3", "h4"]),
+    ]
+    .iter()
+    .enumerate()
+    {
+        cluster.edit(availability);
+        wait_until(
+            &format!("step {k} ({:?})", cluster.records()),
+            Duration::from_secs(90),
+            || cluster.records().len() > k,
+        );
+        let record = &cluster.records()[k];
+        assert_eq!(record["outcome"], moving_outcome(), "{record}");
+        let name = moves.placement_of(&cluster, record);
+        assert_processes_follow(&cluster, root, &name);
+        let live = per_host(&live_hosts(root));
+        for gone in left {
+            assert!(
+                !live.contains_key(*gone),
+                "{gone} still runs ranks: {live:?}"
+            );
+        }
+    }
+    let out = finish(&cluster, child);
+    assert_result_of_a_plain_run(&out);
+    let launcher = rankmig::launcher::launcher(support::mpi());
+    if launcher.capabilities().launch_replacements {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let launched = format!(
+            "starting 4 replacement process(es) with {}",
+            launcher.program()
+        );
+        assert_eq!(stderr.matches(&launched).count(), 2, "{stderr}");
+    }
+}
+
 #[test]
 fn ranks_follow_the_availability_across_hosts() {
     if !namespaces_available() {
@@ -636,9 +691,10 @@ impl Fault {
 }
 
 /// 4 ranks on h1 and h2; h2 is taken away, and its 2 ranks start moving to h3 through
-/// a spawn program whose processes stop themselves right after `MPI_Init` (the spawn
-/// is complete, the originals wait in the state transfer) or, for the spawn fault,
-/// wait 2 s first. Then `fault`. The job must stop with no migration recorded (unless
+/// a spawn program whose processes stop themselves once joined to old rank 0 (after
+/// `MPI_Init` when spawned; after `MPI_Comm_connect` when `rankmig run` launched them,
+/// MPICH: see `tests/c/stop_after_mpi_init.c`) or, for the spawn fault, wait 2 s
+/// first. Then `fault`. The job must stop with no migration recorded (unless
 /// [`Fault::ends_the_job_through_the_runtime`]), say how to resume, and every process of the job
 /// (read from outside) must end; then
 /// `--restart` resumes from the checkpoint committed before the spawn, on h1 and h3,
