@@ -3,10 +3,11 @@
 # integration with real hwloc XML files and real MPI launchers) with PyPI's Open MPI
 # 4.1.8, also without the MPI feature; then the multi-host scenarios of the emulated
 # cluster, the C interface example and the Slurm scenarios again with Debian's Open MPI
-# 4.1.4 (with its C and Fortran examples), MPICH and Open MPI 5 (from PyPI, see
-# scripts/setup.sh), and the C and Fortran examples with Debian's MPICH 4.0.2, each built
-# in its own target directory with its own MPI first on PATH (Open MPI 5 moves ranks
-# across hosts by relaunching from a checkpoint: it cannot spawn there).
+# 4.1.4 (with its C and Fortran examples), MPICH (with the migration tests on one host)
+# and Open MPI 5 (from PyPI, see scripts/setup.sh), and the C and Fortran examples with
+# Debian's MPICH 4.0.2, each built in its own target directory with its own MPI first on
+# PATH (Open MPI 5 moves ranks across hosts by relaunching from a checkpoint: it cannot
+# spawn there).
 #
 # Every test runs even when one fails (--no-fail-fast); the script then exits
 # non-zero and lists what failed. RANKMIG_TEST_MPIS="mpich" (or "") limits the
@@ -71,6 +72,13 @@ for impl in ${RANKMIG_TEST_MPIS-openmpi4 mpich openmpi5}; do
     cargo test --release --no-fail-fast --test it -- linked_mpi:: cluster_mpi::
   step "C programs ($impl)" "${with_impl[@]}" \
     cargo test --release --no-fail-fast --test it -- "${c_tests[@]}"
+  if [ "$impl" = mpich ]; then
+    # MPICH's background migrations start their replacements by launches of `rankmig
+    # run` (src/migrate/launch_request.rs): the migration tests, faults included, on
+    # that path.
+    step "migrations on logical nodes ($impl)" "${with_impl[@]}" \
+      cargo test --release --no-fail-fast --test it -- migrate_mpi::
+  fi
   # Under the emulated Slurm.
   step "Slurm ($impl)" "${with_impl[@]}" cargo test --release --no-fail-fast --test it -- slurm_rms::
 done
