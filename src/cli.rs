@@ -502,7 +502,9 @@ pub struct RunArgs {
     /// SECONDS (0 to one day; 0 = never). Unless 0, every migration first commits a
     /// checkpoint of all ranks, and the job is launched again from it, placed for the
     /// current availability. Open MPI 4.1 with PMIx 4 can leave a spawn hanging for
-    /// ever; a spawn of a few processes takes 0.1 to 2 s on one host.
+    /// ever; a spawn of a few processes takes 0.1 to 2 s on one host. With MPICH, the
+    /// launch `rankmig run` starts for a migration's replacements is watched the same
+    /// way, until they are ready to connect.
     #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = parse_spawn_timeout)]
     pub spawn_timeout: f64,
     /// Stop the job and launch it again from its newest complete checkpoint when a rank
