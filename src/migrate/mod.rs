@@ -66,6 +66,10 @@ pub enum MigrateError {
     /// application ended first): it leaves.
     #[error("the migration this process was started for was called off")]
     Dismissed,
+    /// A replacement launched by `rankmig run` could not read its request or say
+    /// it is ready.
+    #[error(transparent)]
+    Request(#[from] launch_request::RequestError),
     /// An I/O error (run directory, executable path).
     #[error(transparent)]
     Io(#[from] std::io::Error),

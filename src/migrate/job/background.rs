@@ -21,6 +21,11 @@
 //! Once the spawn is, the ranks are held only to join the new processes, hand over the
 //! state and rebuild the communicator. Edits of the availability file made meanwhile
 //! are acted on after the migration, against the placement it makes.
+//!
+//! With MPICH under `rankmig run`, the helper does not spawn: it asks `rankmig run` to
+//! start the replacements with a launch of their own and accepts them once they wait
+//! in `MPI_Comm_connect` ([`crate::migrate::launch_request`]), because MPICH's spawn
+//! holds the application's MPI calls until its children have started.
 
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
@@ -44,6 +49,9 @@ use crate::migrate::launch_request::{self, LaunchRequest};
 /// Time between two availability checks while a spawn runs in the background, so that
 /// the ranks join the new processes soon after they are ready.
 pub const PENDING_CHECK_INTERVAL: Duration = Duration::from_millis(20);
+
+/// What old rank 0's helper thread runs to start the replacements and make the bridge.
+type BackgroundStart = Box<dyn FnOnce() -> Result<Bridge, MigrateError> + Send>;
 
 /// A migration whose replacement processes are being started in the background.
 pub(super) struct PendingMigration {
@@ -149,41 +157,7 @@ impl Job {
             let moves = spawn_order(&pending.plan);
             let state_sizes = pending.state_sizes.clone();
             self.mark_spawn_begun(moves.len());
-            let program = spawn_program(&self.settings)?;
-            let args: Vec<String> = std::env::args().skip(1).collect();
-            let marker = self.spawn_marker_dir().map(std::path::Path::to_path_buf);
-            let spawned = move || {
-                crate::migrate::timeline::step("rank 0: spawn returned");
-                if let Some(dir) = marker {
-                    crate::migrate::spawn_watch::end(&dir);
-                }
-            };
-            let start: Box<dyn FnOnce() -> Result<Bridge, MigrateError> + Send> =
-                match self.replacement_launch_dir() {
-                    Some(run_dir) => {
-                        let hosts = if self.settings.multi_host() {
-                            moves.iter().map(|m| m.to.node.clone()).collect()
-                        } else {
-                            Vec::new()
-                        };
-                        let mut command = vec![program];
-                        command.extend(args);
-                        let migration = self.reconfigurations + 1;
-                        let count = moves.len();
-                        Box::new(move || {
-                            let request = |port: String| {
-                                LaunchRequest::new(migration, port, hosts, count, command)
-                            };
-                            launch_bridge(&run_dir, request, &state_sizes, spawned)
-                        })
-                    }
-                    None => {
-                        let groups = self.spawn_request(&moves);
-                        Box::new(move || {
-                            protocol::spawn_bridge(&program, &args, &groups, &state_sizes, spawned)
-                        })
-                    }
-                };
+            let start = self.background_start(&moves, state_sizes)?;
             Some(
                 std::thread::Builder::new()
                     .name("rankmig-spawn".into())
@@ -201,6 +175,43 @@ impl Job {
             pending.spawn_started = true;
         }
         Ok(())
+    }
+
+    /// Rank 0: what its helper thread does to start the replacements of `moves` and
+    /// make the [`Bridge`] with them: ask `rankmig run` to launch them
+    /// ([`launch_bridge`]) where it offers to, else spawn them. `state_sizes`: the
+    /// size of each one's state, in spawn order.
+    fn background_start(
+        &self,
+        moves: &[&crate::planner::Move],
+        state_sizes: Vec<u64>,
+    ) -> Result<BackgroundStart, MigrateError> {
+        let program = spawn_program(&self.settings)?;
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let marker = self.spawn_marker_dir().map(Path::to_path_buf);
+        let started = move || {
+            crate::migrate::timeline::step("rank 0: spawn returned");
+            if let Some(dir) = marker {
+                crate::migrate::spawn_watch::end(&dir);
+            }
+        };
+        let Some(run_dir) = self.replacement_launch_dir() else {
+            let groups = self.spawn_request(moves);
+            return Ok(Box::new(move || {
+                protocol::spawn_bridge(&program, &args, &groups, &state_sizes, started)
+            }));
+        };
+        let hosts: Vec<String> = if self.settings.multi_host() {
+            moves.iter().map(|m| m.to.node.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        let command: Vec<String> = std::iter::once(program).chain(args).collect();
+        let (migration, count) = (self.reconfigurations + 1, moves.len());
+        Ok(Box::new(move || {
+            let request = |port| LaunchRequest::new(migration, port, hosts, count, command);
+            launch_bridge(&run_dir, request, &state_sizes, started)
+        }))
     }
 
     /// The run directory through which `rankmig run` starts this job's replacements
@@ -438,18 +449,12 @@ fn launch_bridge(
 /// MPI, the first says they are ready, and all connect to old rank 0's port.
 /// Collective over `MPI_COMM_WORLD`.
 pub(super) fn join_launch(path: &Path) -> Result<InterCommunicator, MigrateError> {
-    let request = launch_request::read(path).map_err(|e| MigrateError::Spawn {
-        program: "this replacement".into(),
-        why: e.to_string(),
-    })?;
+    let request = launch_request::read(path)?;
     let world = mpi::topology::SimpleCommunicator::world();
     protocol::barrier_without_spinning(&world);
     if world.rank() == 0 {
         let run_dir = path.parent().unwrap_or(Path::new("."));
-        launch_request::mark_ready(run_dir, &request.id).map_err(|e| MigrateError::Spawn {
-            program: "this replacement".into(),
-            why: e.to_string(),
-        })?;
+        launch_request::mark_ready(run_dir, &request.id)?;
     }
     crate::migrate::timeline::step("new: connecting to old rank 0");
     protocol::connect_to_job(&request.port)
