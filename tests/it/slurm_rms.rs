@@ -317,19 +317,14 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
         return;
     }
     let _lock = slurm_lock();
-    // MPICH's hydra under Slurm places the replacements of a spawn by its own rule: in
-    // this scenario two of them took each other's host (seen from outside and in their
-    // warnings, 2026-11-26), and `rankmig run` stops a job with a misplaced rank
-    // (docs/limits.md). This test is about the drain and the release: with MPICH the
-    // ranks only warn, as before that check.
-    let misplaced: &[(&str, &str)] = match support::mpi() {
-        rankmig::launcher::MpiImplementation::Mpich => &[("RANKMIG_MISPLACED", "warn")],
-        _ => &[],
-    };
+    // With MPICH the replacements are started in the allocation's order of their hosts,
+    // the order in which hydra's `srun` starts its proxies (in spawn order two of them
+    // took each other's host, 2026-11-26): `rankmig run` would stop the job for a
+    // misplaced rank.
     let job = SlurmJob::start(
         &["-N", "4", "--ntasks-per-node", "3", "--no-kill"],
         &["--rms", "slurm", "--rms-release"],
-        misplaced,
+        &[],
     );
     job.wait_started();
     let rank0_host = drain_rank0_host_and_see_it_released(&job);
@@ -358,6 +353,11 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
         "the output says neither that {other} was released nor why not: {err}"
     );
     support::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
+    let launcher = rankmig::launcher::launcher(support::mpi());
+    if launcher.capabilities().launch_replacements {
+        let launched = format!("replacement process(es) with {}", launcher.program());
+        assert!(err.contains(&launched), "no replacement launch: {err}");
+    }
 }
 
 /// Drains the node of rank 0 and waits until the ranks have left it, it is handed back to

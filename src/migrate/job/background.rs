@@ -154,7 +154,7 @@ impl Job {
             return Ok(());
         };
         let helper = if self.is_root() {
-            let moves = spawn_order(&pending.plan);
+            let moves = spawn_order(&pending.plan, &self.settings.hosts);
             let state_sizes = pending.state_sizes.clone();
             self.mark_spawn_begun(moves.len());
             let start = self.background_start(&moves, state_sizes)?;
@@ -320,7 +320,7 @@ impl Job {
         }
         let mut sizes = vec![0u64; self.comm.size() as usize];
         root.gather_into_root(&mine, &mut sizes[..]);
-        spawn_order(plan)
+        spawn_order(plan, &self.settings.hosts)
             .iter()
             .map(|m| sizes.get(m.rank).copied().unwrap_or(0))
             .collect()

@@ -144,7 +144,7 @@ impl Job {
     ) -> Result<(), MigrateError> {
         let held = Instant::now();
         self.ckpt.finalize()?;
-        let moves = spawn_order(plan);
+        let moves = spawn_order(plan, &self.settings.hosts);
         // First: the checkpoint handed over to the new processes must be this one. Its
         // time counts in the iteration's migration time and in the pause, not in the
         // recorded phases.
@@ -207,7 +207,7 @@ impl Job {
             planned_iteration,
         } = so_far;
         let spawned_before = phases.spawn;
-        let moves = spawn_order(plan);
+        let moves = spawn_order(plan, &self.settings.hosts);
         let rank = self.comm.rank() as usize;
         let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
         let leaving = leavers.contains(&rank);
@@ -431,11 +431,14 @@ pub(super) fn spawn_program(settings: &JobSettings) -> Result<String, MigrateErr
     })
 }
 
-/// The moves in the order the new processes are spawned: grouped by target host, hosts
-/// in order of first appearance, ranks ascending inside a host. New process `j`
-/// replaces the rank of the `j`-th move.
-pub(super) fn spawn_order(plan: &Plan) -> Vec<&Move> {
-    let mut hosts: Vec<&str> = Vec::new();
+/// The moves in the order the new processes are started: grouped by target host, the
+/// hosts of the allocation (`allocation`, empty on logical nodes) in its order, then
+/// the others in order of first appearance; ranks ascending inside a host. New process
+/// `j` replaces the rank of the `j`-th move. (Inside a Slurm job hydra starts its
+/// proxies with `srun` in the allocation's order whatever the hostfile's: a launch in
+/// that order puts each process on its planned host.)
+pub(super) fn spawn_order<'p>(plan: &'p Plan, allocation: &[String]) -> Vec<&'p Move> {
+    let mut hosts: Vec<&str> = allocation.iter().map(String::as_str).collect();
     for m in &plan.moves {
         if !hosts.contains(&m.to.node.as_str()) {
             hosts.push(&m.to.node);
