@@ -679,14 +679,19 @@ pub fn barrier_without_spinning(comm: &SimpleCommunicator) {
     let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
     // SAFETY: a valid communicator and out-parameter.
     unsafe { ffi::MPI_Ibarrier(comm.as_raw(), &mut request) };
+    wait_sleeping(request, BRIDGE_POLL);
+}
+
+/// Waits for `request` to complete, testing it every `poll` and sleeping between.
+fn wait_sleeping(mut request: ffi::MPI_Request, poll: std::time::Duration) {
     loop {
         let mut done: c_int = 0;
-        // SAFETY: the request of the MPI_Ibarrier above, tested until it completes.
+        // SAFETY: a valid request, tested until it completes (then freed by MPI).
         unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
         if done != 0 {
             return;
         }
-        std::thread::sleep(BRIDGE_POLL);
+        std::thread::sleep(poll);
     }
 }
 
@@ -700,15 +705,7 @@ pub fn duplicate_without_spinning(comm: &SimpleCommunicator) -> SimpleCommunicat
     let (mut dup, mut request) = unsafe { (ffi::RSMPI_COMM_NULL, ffi::RSMPI_REQUEST_NULL) };
     // SAFETY: a valid communicator; both out-parameters are valid.
     unsafe { ffi::MPI_Comm_idup(comm.as_raw(), &mut dup, &mut request) };
-    loop {
-        let mut done: c_int = 0;
-        // SAFETY: the request of the MPI_Comm_idup above, tested until it completes.
-        unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-        if done != 0 {
-            break;
-        }
-        std::thread::sleep(EXCHANGE_POLL);
-    }
+    wait_sleeping(request, EXCHANGE_POLL);
     // SAFETY: the completed MPI_Comm_idup made a valid intracommunicator.
     unsafe { SimpleCommunicator::from_raw(dup) }
 }

@@ -64,17 +64,7 @@ pub fn prepare(spec: &RunSpec, kind: LaunchKind) -> Result<Command, LaunchError>
         crate::migrate::settings::ENV_PLANNED_AVAILABILITY.to_owned(),
         planned_path.display().to_string(),
     ));
-    let slurm_vars = slurm_environment(spec);
-    let mut launcher_args = launcher.slurm_options(&slurm_vars);
-    launcher_args.extend(user_launcher_args(spec));
-    let mut cmd = launcher.command(&JobLaunch {
-        placement: &placement,
-        hostfile: hostfile.as_deref(),
-        env: &env,
-        user_args: &launcher_args,
-        program: &spec.program,
-    });
-    cmd.envs(slurm_vars);
+    let mut cmd = launcher_command(spec, &placement, hostfile.as_deref(), &env, &spec.program);
     // The binary sets it for its own error messages; in the ranks it would make every
     // topology load redirect their standard error for a moment.
     cmd.env_remove("HWLOC_SYNTHETIC_VERBOSE");
@@ -114,24 +104,44 @@ pub fn replacement_command(
         _ => None,
     };
     let env = [(ENV_JOIN.to_owned(), request_path.display().to_string())];
-    let slurm_vars = slurm_environment(spec);
-    let mut launcher_args = launcher.slurm_options(&slurm_vars);
-    launcher_args.extend(user_launcher_args(spec));
-    let mut cmd = launcher.command(&JobLaunch {
-        placement: &placement,
-        hostfile: hostfile.as_deref(),
-        env: &env,
-        user_args: &launcher_args,
-        program: &request.program,
-    });
+    let mut cmd = launcher_command(
+        spec,
+        &placement,
+        hostfile.as_deref(),
+        &env,
+        &request.program,
+    );
     for (k, v) in job_env {
         if k != ENV_JOIN {
             cmd.env(k, v);
         }
     }
-    cmd.envs(slurm_vars);
     cmd.env(ENV_JOIN, request_path);
     Ok(cmd)
+}
+
+/// The launcher's command for `program` placed by `placement`: inside a Slurm job its
+/// Slurm variables and options, then the user's launcher options; `env` for the ranks.
+fn launcher_command(
+    spec: &RunSpec,
+    placement: &Placement,
+    hostfile: Option<&Path>,
+    env: &[(String, String)],
+    program: &[String],
+) -> Command {
+    let launcher = spec.launcher();
+    let slurm_vars = slurm_environment(spec);
+    let mut launcher_args = launcher.slurm_options(&slurm_vars);
+    launcher_args.extend(user_launcher_args(spec));
+    let mut cmd = launcher.command(&JobLaunch {
+        placement,
+        hostfile,
+        env,
+        user_args: &launcher_args,
+        program,
+    });
+    cmd.envs(slurm_vars);
+    cmd
 }
 
 /// The variables a launch inside a Slurm job adds: the launcher's own Slurm setting,
