@@ -13,6 +13,7 @@ pub mod availability_lock;
 pub mod launch;
 pub mod launch_command;
 pub mod probe;
+pub mod process_tree;
 pub mod progress;
 pub mod rank_environment;
 pub mod rank_failure;

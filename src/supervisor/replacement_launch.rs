@@ -19,7 +19,7 @@ use std::process::{Child, ExitStatus, Stdio};
 
 use super::launch::RunSpec;
 use super::launch_command::replacement_command;
-use super::supervise::kill_tree;
+use super::process_tree::kill_tree;
 use crate::migrate::launch_request::{self, LaunchRequest};
 
 /// One replacement launch under way.
