@@ -350,6 +350,12 @@ pub trait Launcher: Sync {
         None
     }
 
+    /// The info keys of `MPI_Open_port` when replacements are launched
+    /// ([`Capabilities::launch_replacements`]). None by default.
+    fn open_port_info(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// What it can do.
     fn capabilities(&self) -> Capabilities;
 }

@@ -141,6 +141,13 @@ impl Launcher for Mpich {
         Some("hostfile")
     }
 
+    /// `port_name_size` = `4096`: MPICH 5.0.2 with OFI makes port names of about 430
+    /// bytes, more than its `MPI_MAX_PORT_NAME` (256), and `MPI_Open_port` fails
+    /// ("no space for port_name tag") unless the info allows more.
+    fn open_port_info(&self) -> Vec<(String, String)> {
+        vec![("port_name_size".into(), "4096".into())]
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             spawn_onto_left_host: true,

@@ -222,21 +222,36 @@ impl SpawnInfos {
             handles: Vec::with_capacity(groups.len()),
         };
         for g in groups {
-            // SAFETY: reading a constant handle.
-            let mut info = unsafe { ffi::RSMPI_INFO_NULL };
-            if !g.info.is_empty() {
-                // SAFETY: creating an info object; it is freed on drop.
-                unsafe { ffi::MPI_Info_create(&mut info) };
-            }
-            infos.handles.push(info);
-            for (key, value) in &g.info {
-                let key = CString::new(key.as_str()).map_err(|e| e.to_string())?;
-                let value = CString::new(value.as_str()).map_err(|e| e.to_string())?;
-                // SAFETY: a valid info object and valid C strings.
-                unsafe { ffi::MPI_Info_set(info, key.as_ptr(), value.as_ptr()) };
-            }
+            infos.push(&g.info)?;
         }
         Ok(infos)
+    }
+
+    /// One info object holding `keys` (`MPI_INFO_NULL` when empty).
+    fn of_keys(keys: &[(String, String)]) -> Result<Self, String> {
+        let mut infos = Self {
+            handles: Vec::with_capacity(1),
+        };
+        infos.push(keys)?;
+        Ok(infos)
+    }
+
+    /// Adds an info object holding `keys`.
+    fn push(&mut self, keys: &[(String, String)]) -> Result<(), String> {
+        // SAFETY: reading a constant handle.
+        let mut info = unsafe { ffi::RSMPI_INFO_NULL };
+        if !keys.is_empty() {
+            // SAFETY: creating an info object; it is freed on drop.
+            unsafe { ffi::MPI_Info_create(&mut info) };
+        }
+        self.handles.push(info);
+        for (key, value) in keys {
+            let key = CString::new(key.as_str()).map_err(|e| e.to_string())?;
+            let value = CString::new(value.as_str()).map_err(|e| e.to_string())?;
+            // SAFETY: a valid info object and valid C strings.
+            unsafe { ffi::MPI_Info_set(info, key.as_ptr(), value.as_ptr()) };
+        }
+        Ok(())
     }
 }
 
@@ -316,26 +331,21 @@ fn bridge_with(inter: InterCommunicator, state_sizes: &[u64]) -> Result<Bridge, 
     Ok(Bridge(raw))
 }
 
-/// Bytes of a port name: MPICH 5.0 with OFI makes names of about 430 bytes, more
-/// than its default `MPI_MAX_PORT_NAME` (256), and `MPI_Open_port` fails ("no space
-/// for port_name tag") unless info `port_name_size` allows more.
+/// Bytes kept for a port name: more than any implementation's name needs with the
+/// info its launcher gives ([`crate::launcher::Launcher::open_port_info`]).
 const PORT_NAME_BYTES: usize = 4096;
 
 /// Old rank 0's helper: opens a port for replacement processes of another launch to
-/// connect to.
-pub fn open_port() -> Result<String, MigrateError> {
-    let infos = SpawnInfos::new(&[SpawnGroup {
-        host: None,
-        count: 0,
-        info: vec![("port_name_size".into(), PORT_NAME_BYTES.to_string())],
-    }])
-    .map_err(|why| MigrateError::Spawn {
+/// connect to, with the info keys `info` (the launcher's).
+pub fn open_port(info: &[(String, String)]) -> Result<String, MigrateError> {
+    let info = SpawnInfos::of_keys(info).map_err(|why| MigrateError::Spawn {
         program: "MPI_Open_port".into(),
         why,
     })?;
     let mut name = vec![0 as c_char; PORT_NAME_BYTES + 1];
-    // SAFETY: a valid info object and a buffer longer than the size the info allows.
-    let rc = unsafe { ffi::MPI_Open_port(infos.handles[0], name.as_mut_ptr()) };
+    // SAFETY: a valid info handle (or MPI_INFO_NULL) and a buffer longer than any
+    // port name the info allows.
+    let rc = unsafe { ffi::MPI_Open_port(info.handles[0], name.as_mut_ptr()) };
     if rc != ffi::MPI_SUCCESS as c_int {
         return Err(MigrateError::Protocol("MPI_Open_port failed"));
     }

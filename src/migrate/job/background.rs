@@ -208,9 +208,10 @@ impl Job {
         };
         let command: Vec<String> = std::iter::once(program).chain(args).collect();
         let (migration, count) = (self.reconfigurations + 1, moves.len());
+        let port_info = self.launcher().open_port_info();
         Ok(Box::new(move || {
             let request = |port| LaunchRequest::new(migration, port, hosts, count, command);
-            launch_bridge(&run_dir, request, &state_sizes, started)
+            launch_bridge(&run_dir, &port_info, request, &state_sizes, started)
         }))
     }
 
@@ -416,17 +417,18 @@ impl Job {
 /// How often old rank 0's helper looks whether the replacements of a launch are ready.
 const LAUNCH_POLL: Duration = Duration::from_millis(2);
 
-/// Old rank 0's helper: opens a port, asks `rankmig run` to start the replacements
-/// (`request` made from the port), waits (without MPI calls) until they wait in
-/// `MPI_Comm_connect`, and accepts them into the [`Bridge`]; `started` is called once
-/// they are ready or their launch failed.
+/// Old rank 0's helper: opens a port (with the launcher's `port_info`), asks `rankmig
+/// run` to start the replacements (`request` made from the port), waits (without MPI
+/// calls) until they wait in `MPI_Comm_connect`, and accepts them into the [`Bridge`];
+/// `started` is called once they are ready or their launch failed.
 fn launch_bridge(
     run_dir: &Path,
+    port_info: &[(String, String)],
     request: impl FnOnce(String) -> LaunchRequest,
     state_sizes: &[u64],
     started: impl FnOnce(),
 ) -> Result<Bridge, MigrateError> {
-    let port = protocol::open_port()?;
+    let port = protocol::open_port(port_info)?;
     let request = request(port.clone());
     let launch_failed = |why: String| MigrateError::Spawn {
         program: request.program.first().cloned().unwrap_or_default(),
