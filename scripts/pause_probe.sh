@@ -13,7 +13,8 @@
 # the default, or jacobi: examples/jacobi.rs on a grid of about STATE_MB per rank, with
 # its --times), IMPL (openmpi4, Debian's Open MPI 4.1.4, the default; or openmpi418 or
 # mpich: PyPI's Open MPI 4.1.8 or MPICH of scripts/setup.sh, built in target/IMPL),
-# RANKS (8), WARMUP (3), AFTER (3), and any RANKMIG_* variable (RANKMIG_BLOCKING_SPAWN=1
+# RANKS (8), WARMUP (3), AFTER (3), CKPT_DIR (where checkpoints go; default: the run
+# directory, in the work directory made by mktemp, so under TMPDIR), and any RANKMIG_* variable (RANKMIG_BLOCKING_SPAWN=1
 # measures the spawn with the application held).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +50,7 @@ esac
 cd "$work"
 mkdir times
 printf 'n1 %s\nn2 %s\n' "$HALF" "$HALF" >av
-"$lib/rankmig" run -n "$RANKS" -a av --run-dir run --settle 0 -- \
+"$lib/rankmig" run -n "$RANKS" -a av --run-dir run ${CKPT_DIR:+--ckpt-dir "$CKPT_DIR"} --settle 0 -- \
   "${app[@]}" --iters 1000000000000 --times "$work/times" --stop-file "$work/stop" \
   >live.out 2>live.err &
 job=$!

@@ -49,6 +49,11 @@ pub struct LaunchRequest {
     pub count: usize,
     /// The program and its arguments.
     pub program: Vec<String>,
+    /// The size in bytes of the state each process will receive, in order: each makes
+    /// a buffer that size ready before its launch says it is ready, so that nothing
+    /// of the kind is left for after old rank 0 has accepted them (empty: unknown).
+    #[serde(default)]
+    pub state_sizes: Vec<u64>,
 }
 
 impl LaunchRequest {
@@ -76,7 +81,21 @@ impl LaunchRequest {
             hosts,
             count,
             program,
+            state_sizes: Vec::new(),
         }
+    }
+
+    /// This request with the size of the state each process will receive, in order.
+    ///
+    /// ```
+    /// use rankmig::migrate::launch_request::LaunchRequest;
+    /// let r = LaunchRequest::new(1, "port".into(), vec![], 2, vec!["/bin/app".into()])
+    ///     .with_state_sizes(vec![8 << 20, 8 << 20]);
+    /// assert_eq!(r.state_sizes.len(), r.count);
+    /// ```
+    pub fn with_state_sizes(mut self, state_sizes: Vec<u64>) -> Self {
+        self.state_sizes = state_sizes;
+        self
     }
 }
 

@@ -365,12 +365,17 @@ pub fn close_port(port: &str) {
 /// Old rank 0's helper, once the processes of another launch wait in
 /// [`connect_to_job`] on `port`: accepts them from a private duplicate of
 /// `MPI_COMM_SELF` and makes the [`Bridge`] with them as [`spawn_bridge`] does.
-pub fn accept_bridge(port: &str, state_sizes: &[u64]) -> Result<Bridge, MigrateError> {
+///
+/// The processes made their state buffers ready before they connected (their launch
+/// request gave the sizes), so the bridge is complete once merged: old rank 0's helper
+/// makes no MPI call after the merge (with MPICH, its polls would hold the
+/// application's own MPI calls on the same rank).
+pub fn accept_bridge(port: &str) -> Result<Bridge, MigrateError> {
     let own = SimpleCommunicator::self_comm().duplicate();
     return_errors(&own);
     let inter = port_call(port, &own, ffi::MPI_Comm_accept, "MPI_Comm_accept")?;
     crate::migrate::timeline::step("rank 0: accepted the new processes");
-    bridge_with(inter, state_sizes)
+    bridge_with(inter, &[])
 }
 
 /// A replacement process of another launch: connects, with every process of its
@@ -543,29 +548,28 @@ pub struct Arrival {
     pub state: Vec<u8>,
 }
 
-/// New processes' half of the exchange. `replaced_rank_of` decodes the rank this
-/// process replaces from the assignment message.
+/// New processes' half of the exchange. `buffer`: memory made ready for the state
+/// ([`state_buffer`]; empty if old rank 0 is to tell the size first). `replaced_rank_of`
+/// decodes the rank this process replaces from the assignment message.
 ///
 /// A process of a background spawn first waits, without taking a CPU, for old rank 0's
 /// [`BridgeWord`]: it joins the old ranks ([`join_background_spawn`]) or, dismissed,
 /// returns [`MigrateError::Dismissed`].
 pub fn new_process_exchange(
     parent: InterCommunicator,
+    mut buffer: Vec<u8>,
     replaced_rank_of: impl FnOnce(&[u8]) -> Result<usize, MigrateError>,
 ) -> Result<Arrival, MigrateError> {
     let mut merged = parent.merge(MergeOrder::High);
     crate::migrate::timeline::step("new: bridge merged");
     free_intercomm(parent);
-    let mut buffer = Vec::new();
     loop {
         match wait_for_rank_zero(&merged) {
             TAG_STATE_SIZE => {
                 let (size, _) = merged
                     .process_at_rank(0)
                     .receive_with_tag::<u64>(TAG_STATE_SIZE);
-                // The counters go first; a state may also grow a little meanwhile.
-                let size = usize::try_from(size).unwrap_or(0);
-                buffer = prefaulted(size.saturating_add(size / 16 + STATE_SLACK));
+                buffer = state_buffer(size);
                 crate::migrate::timeline::step("new: state buffer ready");
                 merged
                     .process_at_rank(0)
@@ -606,6 +610,13 @@ pub fn new_process_exchange(
         assignment,
         state,
     })
+}
+
+/// Memory made ready ([`prefaulted`]) to receive a state of `size` bytes into: a little
+/// more, as the counters go first and a state may grow a little meanwhile.
+pub fn state_buffer(size: u64) -> Vec<u8> {
+    let size = usize::try_from(size).unwrap_or(0);
+    prefaulted(size.saturating_add(size / 16 + STATE_SLACK))
 }
 
 /// The tag of the first message old rank 0 sends on `merged`, once it is there; looked

@@ -210,8 +210,11 @@ impl Job {
         let (migration, count) = (self.reconfigurations + 1, moves.len());
         let port_info = self.launcher().open_port_info();
         Ok(Box::new(move || {
-            let request = |port| LaunchRequest::new(migration, port, hosts, count, command);
-            launch_bridge(&run_dir, &port_info, request, &state_sizes, started)
+            let request = |port| {
+                LaunchRequest::new(migration, port, hosts, count, command)
+                    .with_state_sizes(state_sizes)
+            };
+            launch_bridge(&run_dir, &port_info, request, started)
         }))
     }
 
@@ -256,6 +259,7 @@ impl Job {
             // Every rank has written its checkpoint: committed now, whatever the
             // spawn is doing (a spawn that never completes then costs only what was
             // computed since).
+            crate::migrate::timeline::step("relaunch checkpoint written by every rank");
             if let Err(e) = self.ckpt.finalize() {
                 self.give_up_without_checkpoint(e.into());
                 return Ok(());
@@ -298,8 +302,10 @@ impl Job {
     /// Every rank's buffer being ready: saves the checkpoint a relaunch would start
     /// from (written by the checkpoint writer while the ranks compute). Collective.
     fn save_for_relaunch<T: Serialize>(&mut self, state: &T) -> Result<(), MigrateError> {
+        crate::migrate::timeline::step("relaunch checkpoint: every buffer warm");
         match self.ckpt.save_now(state) {
             Ok(()) => {
+                crate::migrate::timeline::step("relaunch checkpoint: state copied");
                 if let Some(pending) = self.pending.as_mut() {
                     pending.saved = true;
                 }
@@ -419,13 +425,13 @@ const LAUNCH_POLL: Duration = Duration::from_millis(2);
 
 /// Old rank 0's helper: opens a port (with the launcher's `port_info`), asks `rankmig
 /// run` to start the replacements (`request` made from the port), waits (without MPI
-/// calls) until they wait in `MPI_Comm_connect`, and accepts them into the [`Bridge`];
-/// `started` is called once they are ready or their launch failed.
+/// calls) until they wait in `MPI_Comm_connect` (their state buffers ready: the request
+/// gives the sizes), and accepts them into the [`Bridge`]; `started` is called once they
+/// are ready or their launch failed.
 fn launch_bridge(
     run_dir: &Path,
     port_info: &[(String, String)],
     request: impl FnOnce(String) -> LaunchRequest,
-    state_sizes: &[u64],
     started: impl FnOnce(),
 ) -> Result<Bridge, MigrateError> {
     let port = protocol::open_port(port_info)?;
@@ -440,24 +446,30 @@ fn launch_bridge(
     started();
     let bridge = waited
         .map_err(|why| launch_failed(format!("the launch of the replacements failed: {why}")))
-        .and_then(|()| protocol::accept_bridge(&port, state_sizes));
+        .and_then(|()| protocol::accept_bridge(&port));
     protocol::close_port(&port);
     launch_request::clean(run_dir, &request.id);
     bridge
 }
 
 /// A replacement process started by `rankmig run` for the request at `path`
-/// ([`launch_request::ENV_JOIN`]): once every process of its launch has initialised
-/// MPI, the first says they are ready, and all connect to old rank 0's port.
-/// Collective over `MPI_COMM_WORLD`.
-pub(super) fn join_launch(path: &Path) -> Result<InterCommunicator, MigrateError> {
+/// ([`launch_request::ENV_JOIN`]): makes its state buffer ready (the request gives its
+/// size); once every process of its launch has, the first says they are ready, and all
+/// connect to old rank 0's port. Returns the intercommunicator with old rank 0 and the
+/// buffer. Collective over `MPI_COMM_WORLD`.
+pub(super) fn join_launch(path: &Path) -> Result<(InterCommunicator, Vec<u8>), MigrateError> {
     let request = launch_request::read(path)?;
     let world = mpi::topology::SimpleCommunicator::world();
+    let size = usize::try_from(world.rank())
+        .ok()
+        .and_then(|i| request.state_sizes.get(i).copied());
+    let buffer = size.map(protocol::state_buffer).unwrap_or_default();
+    crate::migrate::timeline::step("new: state buffer ready");
     protocol::barrier_without_spinning(&world);
     if world.rank() == 0 {
         let run_dir = path.parent().unwrap_or(Path::new("."));
         launch_request::mark_ready(run_dir, &request.id)?;
     }
     crate::migrate::timeline::step("new: connecting to old rank 0");
-    protocol::connect_to_job(&request.port)
+    Ok((protocol::connect_to_job(&request.port)?, buffer))
 }

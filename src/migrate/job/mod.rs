@@ -132,11 +132,12 @@ impl Job {
     pub(crate) fn init_on_world(config: CheckpointConfig) -> Result<Self, MigrateError> {
         let world = SimpleCommunicator::world();
         if let Some(parent) = world.parent() {
-            return Self::arrive(parent);
+            return Self::arrive(parent, Vec::new());
         }
         if let Some(request) = std::env::var_os(launch_request::ENV_JOIN).filter(|v| !v.is_empty())
         {
-            return Self::arrive(background::join_launch(std::path::Path::new(&request))?);
+            let (parent, buffer) = background::join_launch(std::path::Path::new(&request))?;
+            return Self::arrive(parent, buffer);
         }
         let mut settings = JobSettings::from_env()?;
         if settings.mpi.is_none() {
@@ -225,9 +226,13 @@ impl Job {
         Ok(job)
     }
 
-    /// A new process: receive the assignment and state, join the new communicator.
-    fn arrive(parent: mpi::topology::InterCommunicator) -> Result<Self, MigrateError> {
-        let arrival = match protocol::new_process_exchange(parent, |bytes| {
+    /// A new process: receive the assignment and state (into `buffer` if it was made
+    /// ready beforehand), join the new communicator.
+    fn arrive(
+        parent: mpi::topology::InterCommunicator,
+        buffer: Vec<u8>,
+    ) -> Result<Self, MigrateError> {
+        let arrival = match protocol::new_process_exchange(parent, buffer, |bytes| {
             let a: Assignment = serde_json::from_slice(bytes)?;
             Ok(a.rank)
         }) {
