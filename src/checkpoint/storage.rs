@@ -507,6 +507,21 @@ pub fn scan_own_subdirs<T>(
     Ok(found)
 }
 
+/// Bytes written between two yields of the CPU by [`write_yielding`].
+pub const YIELD_CHUNK: usize = 256 << 10;
+
+/// Writes `bytes` to `f` [`YIELD_CHUNK`] bytes at a time, yielding the CPU after each
+/// (`sched_yield`): a checkpoint written in the background then never holds a CPU
+/// for a whole scheduler slice while a rank of the application waits for it, as
+/// every rank of a collective would wait in turn.
+pub fn write_yielding(f: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    for chunk in bytes.chunks(YIELD_CHUNK) {
+        f.write_all(chunk)?;
+        std::thread::yield_now();
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `dir/name` atomically and durably.
 ///
 /// A temporary file in the same directory (mode 0600) is written, fsynced and
@@ -546,8 +561,7 @@ pub fn write_atomic_recycling(
             (f, tmp, false)
         }
     };
-    f.write_all(bytes)
-        .map_err(|e| CheckpointError::io("write", &tmp, e))?;
+    write_yielding(&mut f, bytes).map_err(|e| CheckpointError::io("write", &tmp, e))?;
     if recycled {
         f.set_len(bytes.len() as u64)
             .map_err(|e| CheckpointError::io("truncate", &tmp, e))?;

@@ -55,6 +55,9 @@ pub struct Writer {
 /// A zero-filled buffer of `bytes` bytes whose every page has been written once: the
 /// page faults of fresh memory (five times the cost of the copy itself on the machines
 /// measured) are paid by whoever calls this, not by the copy that fills the buffer later.
+/// The CPU is yielded every [`storage::YIELD_CHUNK`] bytes, as a background write does
+/// ([`storage::write_yielding`]): made on a thread beside the application, the buffer
+/// never holds a CPU for a whole scheduler slice.
 ///
 /// ```
 /// let buf = rankmig::checkpoint::writer::prefaulted(1 << 20);
@@ -66,7 +69,11 @@ pub struct Writer {
 #[allow(clippy::slow_vector_initialization)]
 pub fn prefaulted(bytes: usize) -> Vec<u8> {
     let mut buf = Vec::with_capacity(bytes);
-    buf.resize(bytes, 0);
+    while buf.len() < bytes {
+        let end = bytes.min(buf.len() + storage::YIELD_CHUNK);
+        buf.resize(end, 0);
+        std::thread::yield_now();
+    }
     buf
 }
 
