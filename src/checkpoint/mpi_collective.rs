@@ -1,6 +1,12 @@
 //! [`Collective`] over an MPI communicator (rsmpi).
 
+use std::cell::{Cell, OnceCell};
+use std::os::raw::c_int;
+use std::time::Duration;
+
 use mpi::collective::SystemOperation;
+use mpi::ffi;
+use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 
@@ -23,68 +29,146 @@ use super::collective::Collective;
 /// # Ok::<(), rankmig::checkpoint::CheckpointError>(())
 /// ```
 pub struct MpiCollective {
-    comm: SimpleCommunicator,
+    /// The duplicate, once made.
+    comm: OnceCell<SimpleCommunicator>,
+    /// The duplicate being made, completed at the first use.
+    in_progress: Cell<Option<DuplicateInProgress>>,
 }
 
 impl MpiCollective {
     /// Builds the collective on a duplicate of `comm`.
     pub fn new<C: Communicator>(comm: &C) -> Self {
         Self {
-            comm: comm.duplicate(),
+            comm: OnceCell::from(comm.duplicate()),
+            in_progress: Cell::new(None),
         }
     }
 
     /// Replaces the communicator with a duplicate of `comm`. Every rank of the new
     /// communicator must call this at the same point, between two collective calls.
     pub fn set_communicator<C: Communicator>(&mut self, comm: &C) {
-        self.comm = comm.duplicate();
+        *self = Self::new(comm);
     }
 
     /// Collective operations over `duplicate`, a duplicate of the job's communicator
-    /// made by the caller (e.g. with `MPI_Comm_idup`, waited for without spinning:
-    /// every process of the communicator must then make it the same way, since a
-    /// blocking and a nonblocking collective do not match).
-    pub fn over_duplicate(duplicate: SimpleCommunicator) -> Self {
-        Self { comm: duplicate }
+    /// still being made ([`DuplicateInProgress::start`]): it is completed at the first
+    /// collective operation, so the caller goes on meanwhile.
+    pub fn over_duplicate_in_progress(duplicate: DuplicateInProgress) -> Self {
+        Self {
+            comm: OnceCell::new(),
+            in_progress: Cell::new(Some(duplicate)),
+        }
     }
 
-    /// Replaces the communicator with `duplicate`, made as for
-    /// [`MpiCollective::over_duplicate`].
-    pub fn set_duplicate(&mut self, duplicate: SimpleCommunicator) {
-        self.comm = duplicate;
+    /// Replaces the communicator with `duplicate`, as for
+    /// [`MpiCollective::over_duplicate_in_progress`].
+    pub fn set_duplicate_in_progress(&mut self, duplicate: DuplicateInProgress) {
+        *self = Self::over_duplicate_in_progress(duplicate);
     }
 
-    /// The (duplicated) communicator in use.
+    /// The (duplicated) communicator in use, completed first if it is still being made.
     pub fn communicator(&self) -> &SimpleCommunicator {
-        &self.comm
+        self.comm.get_or_init(|| match self.in_progress.take() {
+            Some(duplicate) => duplicate.complete(),
+            // Unreachable: one of the two is always set. A duplicate of MPI_COMM_SELF
+            // keeps a wrong call from being collective over the job.
+            None => SimpleCommunicator::self_comm().duplicate(),
+        })
+    }
+}
+
+/// How often a duplicate in progress is tested while waited for.
+const DUPLICATE_POLL: Duration = Duration::from_micros(100);
+
+/// A duplicate of a communicator being made (`MPI_Comm_idup`): it takes every process of
+/// the communicator, and none waits for it before it needs it. Dropped unfinished, it is
+/// completed (without spinning) and freed.
+pub struct DuplicateInProgress {
+    duplicate: ffi::MPI_Comm,
+    request: ffi::MPI_Request,
+}
+
+impl DuplicateInProgress {
+    /// Starts duplicating `comm`. Collective: every process of `comm` must start its
+    /// duplicate this way at the same point (a blocking `MPI_Comm_dup` does not match an
+    /// `MPI_Comm_idup`).
+    pub fn start(comm: &SimpleCommunicator) -> Self {
+        // SAFETY: reading predefined handles.
+        let (mut duplicate, mut request) =
+            unsafe { (ffi::RSMPI_COMM_NULL, ffi::RSMPI_REQUEST_NULL) };
+        // SAFETY: a valid communicator; both out-parameters are valid.
+        unsafe { ffi::MPI_Comm_idup(comm.as_raw(), &mut duplicate, &mut request) };
+        Self { duplicate, request }
+    }
+
+    /// The duplicate, once made: tested every [`DUPLICATE_POLL`], sleeping between, so
+    /// that a process waiting for the others takes no CPU meanwhile.
+    pub fn complete(self) -> SimpleCommunicator {
+        let duplicate = self.wait();
+        std::mem::forget(self);
+        // SAFETY: the completed MPI_Comm_idup made a valid intracommunicator.
+        unsafe { SimpleCommunicator::from_raw(duplicate) }
+    }
+
+    fn wait(&self) -> ffi::MPI_Comm {
+        wait_sleeping(self.request, DUPLICATE_POLL);
+        self.duplicate
+    }
+}
+
+impl Drop for DuplicateInProgress {
+    fn drop(&mut self) {
+        let mut duplicate = self.wait();
+        // SAFETY: a communicator made by the completed MPI_Comm_idup, used by nobody.
+        unsafe { ffi::MPI_Comm_free(&mut duplicate) };
+    }
+}
+
+/// Waits for `request` to complete, testing it every `poll` and sleeping between.
+pub(crate) fn wait_sleeping(mut request: ffi::MPI_Request, poll: Duration) {
+    loop {
+        let mut done: c_int = 0;
+        // SAFETY: a valid request, tested until it completes (then freed by MPI).
+        unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+        if done != 0 {
+            return;
+        }
+        std::thread::sleep(poll);
     }
 }
 
 impl std::fmt::Debug for MpiCollective {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MpiCollective")
-            .field("rank", &self.comm.rank())
-            .field("size", &self.comm.size())
-            .finish()
+        match self.comm.get() {
+            Some(comm) => f
+                .debug_struct("MpiCollective")
+                .field("rank", &comm.rank())
+                .field("size", &comm.size())
+                .finish(),
+            None => f
+                .debug_struct("MpiCollective")
+                .field("duplicate", &"in progress")
+                .finish(),
+        }
     }
 }
 
 impl Collective for MpiCollective {
     fn rank(&self) -> u32 {
-        u32::try_from(self.comm.rank()).unwrap_or(0)
+        u32::try_from(self.communicator().rank()).unwrap_or(0)
     }
 
     fn size(&self) -> u32 {
-        u32::try_from(self.comm.size()).unwrap_or(1)
+        u32::try_from(self.communicator().size()).unwrap_or(1)
     }
 
     fn all_max(&self, values: &mut [u64]) {
         let send = values.to_vec();
-        self.comm
+        self.communicator()
             .all_reduce_into(&send[..], values, SystemOperation::max());
     }
 
     fn barrier(&self) {
-        self.comm.barrier();
+        self.communicator().barrier();
     }
 }

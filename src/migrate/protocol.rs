@@ -17,6 +17,7 @@ use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Color, InterCommunicator, MergeOrder, SimpleCommunicator};
 use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Equivalence, Source};
 
+use crate::checkpoint::mpi_collective::wait_sleeping;
 use crate::checkpoint::writer::prefaulted;
 
 use super::MigrateError;
@@ -701,32 +702,4 @@ pub fn barrier_without_spinning(comm: &SimpleCommunicator) {
     // SAFETY: a valid communicator and out-parameter.
     unsafe { ffi::MPI_Ibarrier(comm.as_raw(), &mut request) };
     wait_sleeping(request, BRIDGE_POLL);
-}
-
-/// Waits for `request` to complete, testing it every `poll` and sleeping between.
-fn wait_sleeping(mut request: ffi::MPI_Request, poll: std::time::Duration) {
-    loop {
-        let mut done: c_int = 0;
-        // SAFETY: a valid request, tested until it completes (then freed by MPI).
-        unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-        if done != 0 {
-            return;
-        }
-        std::thread::sleep(poll);
-    }
-}
-
-/// A duplicate of `comm` (collective over it), waited for sleeping [`EXCHANGE_POLL`]
-/// between looks (`MPI_Comm_idup`): the ranks that stay after a migration wait so
-/// for the arrivals, which are still receiving their state, without taking their CPU.
-/// Every process of `comm` must make its duplicate with this function: a blocking
-/// `MPI_Comm_dup` does not match an `MPI_Comm_idup`.
-pub fn duplicate_without_spinning(comm: &SimpleCommunicator) -> SimpleCommunicator {
-    // SAFETY: reading predefined handles.
-    let (mut dup, mut request) = unsafe { (ffi::RSMPI_COMM_NULL, ffi::RSMPI_REQUEST_NULL) };
-    // SAFETY: a valid communicator; both out-parameters are valid.
-    unsafe { ffi::MPI_Comm_idup(comm.as_raw(), &mut dup, &mut request) };
-    wait_sleeping(request, EXCHANGE_POLL);
-    // SAFETY: the completed MPI_Comm_idup made a valid intracommunicator.
-    unsafe { SimpleCommunicator::from_raw(dup) }
 }

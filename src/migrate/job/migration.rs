@@ -9,6 +9,7 @@ use mpi::traits::{Communicator, CommunicatorCollectives};
 use serde::{Deserialize, Serialize};
 
 use crate::availability::Availability;
+use crate::checkpoint::mpi_collective::DuplicateInProgress;
 use crate::checkpoint::{CheckpointConfig, Handover, Interval};
 use crate::launcher::Launcher;
 use crate::monitor::{self, AvailabilityWatcher};
@@ -277,8 +278,12 @@ impl Job {
                 self.comm = comm;
                 self.comm_changes += 1;
                 self.comm_changed = true;
-                let duplicate = protocol::duplicate_without_spinning(&self.comm);
-                self.ckpt.collective_mut().set_duplicate(duplicate);
+                // Made while the application goes on (the arrivals make theirs once
+                // they have their state); completed at the checkpoint's next collective.
+                let duplicate = DuplicateInProgress::start(&self.comm);
+                self.ckpt
+                    .collective_mut()
+                    .set_duplicate_in_progress(duplicate);
                 monitor::set_job_communicator(&self.comm, None);
                 monitor::mark_reconfiguration();
                 crate::migrate::timeline::step("old: back to the application");

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::availability::Availability;
+use crate::checkpoint::mpi_collective::DuplicateInProgress;
 use crate::checkpoint::{CheckpointConfig, CheckpointContext, MpiCollective};
 use crate::launcher::{Departure, Launcher, MpiImplementation, launcher};
 use crate::matrix::CommMatrix;
@@ -243,10 +244,10 @@ impl Job {
         };
         let a: Assignment = serde_json::from_slice(&arrival.assignment)?;
         // Made as the ranks that stay make theirs (MPI_Comm_idup: a blocking and a
-        // nonblocking collective do not match: mixed, the job may hang).
+        // nonblocking collective do not match: mixed, the job may hang), and completed
+        // at the checkpoint's first collective: the arrival goes on to the application.
         let coll =
-            MpiCollective::over_duplicate(protocol::duplicate_without_spinning(&arrival.comm));
-        crate::migrate::timeline::step("new: checkpoint communicator made");
+            MpiCollective::over_duplicate_in_progress(DuplicateInProgress::start(&arrival.comm));
         let ckpt = CheckpointContext::adopt(a.checkpoint.config(), coll, &a.handover)?;
         // The state message carries the replaced rank's counters, then its state, read
         // from there by restore_or (not copied out).

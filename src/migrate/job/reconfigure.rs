@@ -22,6 +22,10 @@ impl Job {
         &mut self,
         state: &T,
     ) -> Result<(), MigrateError> {
+        // The checkpoint communicator's duplicate, if a migration left it in progress,
+        // is complete before anything else can start one (a rank that leaves must not
+        // leave it unfinished).
+        self.ckpt.collective().communicator();
         if self.pending.is_some() {
             return self.advance_background_migration(state);
         }
