@@ -34,7 +34,7 @@ use super::availability_lock::AvailabilityLock;
 use super::launch::{LaunchError, LaunchKind, RunSpec, save_spec};
 use super::launch_command::prepare;
 use super::probe::HostProbe;
-pub use super::process_tree::{children_of, descendants, kill_tree};
+use super::process_tree::kill_tree;
 use super::progress::ProgressReader;
 use super::rank_failure::{FailureClues, RankFailure};
 use super::replacement_launch::ReplacementLaunches;

@@ -208,7 +208,7 @@ fn killed_and_restarted(twin: Twin) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    kill_job(&mut first);
+    support::job::kill_tree(&mut first);
     let restart: &Path = Path::new("1");
     let out = mpirun(
         twin.program(),
@@ -227,16 +227,6 @@ fn killed_and_restarted(twin: Twin) {
     if twin == Twin::C {
         assert!(said.contains("resumed at iteration"), "{said}");
     }
-}
-
-/// SIGKILL to `mpirun` and every process below it.
-fn kill_job(child: &mut Child) {
-    for pid in rankmig::supervisor::supervise::descendants(child.id()) {
-        // SAFETY: kill(2) on a process of the job under test.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]

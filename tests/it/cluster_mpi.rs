@@ -17,7 +17,7 @@ use crate::support;
 use crate::support::{
     is_zombie, jacobi, mpi_lock, namespaces_available, per_host, rankmig, wait_until,
 };
-use rankmig::supervisor::supervise::descendants;
+use rankmig::supervisor::process_tree::descendants;
 
 const SIZE: &str = "128";
 /// An upper bound: each job runs until its test has seen what it checks, then is

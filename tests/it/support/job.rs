@@ -3,10 +3,8 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Child, Command, Output};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
-
-use super::children_of;
 
 /// Writes the availability file atomically (as an editor saving would).
 pub fn set_availability(dir: &Path, text: &str) {
@@ -101,18 +99,9 @@ fn read_within_seconds(mut pipe: impl std::io::Read + Send + 'static) -> Option<
     receive.recv_timeout(Duration::from_secs(5)).ok()
 }
 
-/// Kills `rankmig run`, its `mpirun` and the ranks (each in its own process group).
+/// Kills `rankmig run` and every process below it (its launchers and the ranks, each
+/// in its own process group), and reaps it.
 pub fn kill_tree(child: &mut Child) {
-    for mpirun in children_of(child.id()) {
-        for rank in children_of(mpirun) {
-            let _ = Command::new("kill")
-                .args(["-KILL", &rank.to_string()])
-                .status();
-        }
-        let _ = Command::new("kill")
-            .args(["-KILL", &mpirun.to_string()])
-            .status();
-    }
-    let _ = child.kill();
+    rankmig::supervisor::process_tree::kill_tree(child.id());
     let _ = child.wait();
 }

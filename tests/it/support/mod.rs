@@ -122,7 +122,7 @@ pub fn checksum(out: &Output) -> String {
 
 /// Pids whose parent is `ppid`, from `/proc/*/stat`.
 pub fn children_of(ppid: u32) -> Vec<u32> {
-    rankmig::supervisor::supervise::children_of(ppid)
+    rankmig::supervisor::process_tree::children_of(ppid)
 }
 
 /// The `rankmig` command, with no `RANKMIG_*` setting of the caller leaking in, allowed
@@ -143,7 +143,7 @@ pub fn rankmig() -> Command {
 /// cluster), read from outside: the host of a process is the name of its UTS namespace.
 pub fn live_hosts(root: u32, program: &Path) -> std::collections::BTreeMap<u32, String> {
     let app = std::fs::canonicalize(program).expect("program path");
-    rankmig::supervisor::supervise::descendants(root)
+    rankmig::supervisor::process_tree::descendants(root)
         .into_iter()
         .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == app))
         .filter(|pid| !is_zombie(*pid))
