@@ -14,8 +14,8 @@
 # its --times), IMPL (openmpi4, Debian's Open MPI 4.1.4, the default; or openmpi418 or
 # mpich: PyPI's Open MPI 4.1.8 or MPICH of scripts/setup.sh, built in target/IMPL),
 # RANKS (8), WARMUP (3), AFTER (3), CKPT_DIR (where checkpoints go; default: the run
-# directory, in the work directory made by mktemp, so under TMPDIR), and any RANKMIG_* variable (RANKMIG_BLOCKING_SPAWN=1
-# measures the spawn with the application held).
+# directory, in the work directory made by mktemp, so under TMPDIR), and any RANKMIG_*
+# variable (RANKMIG_BLOCKING_SPAWN=1 measures the spawn with the application held).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

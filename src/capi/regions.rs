@@ -107,19 +107,25 @@ unsafe fn populate_for_write(data: *mut u8, len: usize) {
     }
     // SAFETY: sysconf has no preconditions.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    let start = (data as usize).next_multiple_of(page);
-    let end = (data as usize + len) / page * page;
-    if end > start {
-        // SAFETY: [start, end) lies within the caller's writable region; populating
+    if let Some(pages) = whole_pages(data as usize, len, page) {
+        // SAFETY: the range lies within the caller's writable region; populating
         // changes no byte of it.
         unsafe {
             libc::madvise(
-                start as *mut libc::c_void,
-                end - start,
+                pages.start as *mut libc::c_void,
+                pages.len(),
                 libc::MADV_POPULATE_WRITE,
             )
         };
     }
+}
+
+/// The addresses of the whole pages (of `page` bytes) within `len` bytes at `start`,
+/// if there is one.
+fn whole_pages(start: usize, len: usize, page: usize) -> Option<std::ops::Range<usize>> {
+    let first = start.checked_next_multiple_of(page)?;
+    let end = start.checked_add(len)? / page * page;
+    (end > first).then_some(first..end)
 }
 
 impl SavedRegions {
@@ -250,9 +256,18 @@ mod tests {
     }
 
     #[test]
+    fn only_whole_pages_inside_the_region_are_populated() {
+        assert_eq!(whole_pages(4096, 3 * 4096, 4096), Some(4096..4 * 4096));
+        // Partial pages at both ends are left to the copy.
+        assert_eq!(whole_pages(4099, 3 * 4096, 4096), Some(8192..4 * 4096));
+        assert_eq!(whole_pages(4099, 4096, 4096), None);
+        assert_eq!(whole_pages(usize::MAX - 10, 20, 4096), None);
+    }
+
+    #[test]
     fn a_large_region_in_fresh_memory_not_page_aligned_gets_every_byte() {
-        // 3 MiB + 5 bytes, starting 3 bytes into fresh memory: pages populated before
-        // the copy, the partial pages at both ends copied into all the same.
+        // 3 MiB + 5 bytes, starting 3 bytes into fresh memory (populated first, the
+        // partial pages at both ends not): every byte arrives.
         let len = (3 << 20) + 5;
         let source: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
         let mut regions = Regions::default();

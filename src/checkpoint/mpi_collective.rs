@@ -1,6 +1,6 @@
 //! [`Collective`] over an MPI communicator (rsmpi).
 
-use std::cell::{Cell, OnceCell};
+use std::cell::LazyCell;
 use std::os::raw::c_int;
 use std::time::Duration;
 
@@ -29,18 +29,16 @@ use super::collective::Collective;
 /// # Ok::<(), rankmig::checkpoint::CheckpointError>(())
 /// ```
 pub struct MpiCollective {
-    /// The duplicate, once made.
-    comm: OnceCell<SimpleCommunicator>,
-    /// The duplicate being made, completed at the first use.
-    in_progress: Cell<Option<DuplicateInProgress>>,
+    /// The duplicate: made, or completed at its first use.
+    comm: LazyCell<SimpleCommunicator, Box<dyn FnOnce() -> SimpleCommunicator>>,
 }
 
 impl MpiCollective {
     /// Builds the collective on a duplicate of `comm`.
     pub fn new<C: Communicator>(comm: &C) -> Self {
+        let duplicate = comm.duplicate();
         Self {
-            comm: OnceCell::from(comm.duplicate()),
-            in_progress: Cell::new(None),
+            comm: LazyCell::new(Box::new(move || duplicate)),
         }
     }
 
@@ -55,8 +53,7 @@ impl MpiCollective {
     /// collective operation, so the caller goes on meanwhile.
     pub fn over_duplicate_in_progress(duplicate: DuplicateInProgress) -> Self {
         Self {
-            comm: OnceCell::new(),
-            in_progress: Cell::new(Some(duplicate)),
+            comm: LazyCell::new(Box::new(move || duplicate.complete())),
         }
     }
 
@@ -68,12 +65,7 @@ impl MpiCollective {
 
     /// The (duplicated) communicator in use, completed first if it is still being made.
     pub fn communicator(&self) -> &SimpleCommunicator {
-        self.comm.get_or_init(|| match self.in_progress.take() {
-            Some(duplicate) => duplicate.complete(),
-            // Unreachable: one of the two is always set. A duplicate of MPI_COMM_SELF
-            // keeps a wrong call from being collective over the job.
-            None => SimpleCommunicator::self_comm().duplicate(),
-        })
+        &self.comm
     }
 }
 
@@ -139,17 +131,8 @@ pub(crate) fn wait_sleeping(mut request: ffi::MPI_Request, poll: Duration) {
 
 impl std::fmt::Debug for MpiCollective {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.comm.get() {
-            Some(comm) => f
-                .debug_struct("MpiCollective")
-                .field("rank", &comm.rank())
-                .field("size", &comm.size())
-                .finish(),
-            None => f
-                .debug_struct("MpiCollective")
-                .field("duplicate", &"in progress")
-                .finish(),
-        }
+        // Not the rank and size: reading them would complete a duplicate in progress.
+        f.debug_struct("MpiCollective").finish_non_exhaustive()
     }
 }
 

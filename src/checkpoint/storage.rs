@@ -511,7 +511,7 @@ pub fn scan_own_subdirs<T>(
 pub const YIELD_CHUNK: usize = 256 << 10;
 
 /// Writes `bytes` to `f` [`YIELD_CHUNK`] bytes at a time, yielding the CPU after each
-/// (`sched_yield`): a checkpoint written in the background then never holds a CPU
+/// (`sched_yield`): a checkpoint written in the background then does not hold a CPU
 /// for a whole scheduler slice while a rank of the application waits for it, as
 /// every rank of a collective would wait in turn.
 pub fn write_yielding(f: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {

@@ -369,8 +369,9 @@ pub fn close_port(port: &str) {
 ///
 /// The processes made their state buffers ready before they connected (their launch
 /// request gave the sizes), so the bridge is complete once merged: old rank 0's helper
-/// makes no MPI call after the merge (with MPICH, its polls would hold the
-/// application's own MPI calls on the same rank).
+/// makes no MPI call after the merge (where the implementation serialises a process's
+/// MPI calls, its polls would hold the application's own calls on that rank;
+/// docs/measured.md).
 pub fn accept_bridge(port: &str) -> Result<Bridge, MigrateError> {
     let own = SimpleCommunicator::self_comm().duplicate();
     return_errors(&own);
