@@ -290,6 +290,7 @@ pub unsafe extern "C" fn rankmig_register(
             unsafe { rt.saved.copy_into(&region) }
                 .map_err(|e| CallError::argument(format!("rankmig_register: {e}")))?;
             rt.regions.register(region);
+            rt.job.place_largest_region(rt.regions.largest());
             Ok(RANKMIG_OK)
         })
     })

@@ -7,6 +7,8 @@ use std::ops::Range;
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::migrate::state_buffer::{LargestRegion, StateBuffer, page_size};
+
 /// One region the program registered: `bytes` bytes at `data`, saved under `name`.
 #[derive(Debug)]
 pub struct Region {
@@ -32,7 +34,31 @@ impl Regions {
             None => self.0.push(region),
         }
     }
+
+    /// Where the largest region lies: its bytes' offset in the serialised form
+    /// (bincode's: a length before the sequence, and before each name and each region's
+    /// bytes) and the offset of its memory within a page. `None` without regions.
+    pub fn largest(&self) -> Option<LargestRegion> {
+        let page = page_size();
+        let mut offset = LENGTH;
+        let mut largest: Option<(usize, LargestRegion)> = None;
+        for region in &self.0 {
+            let bytes_at = offset + LENGTH + region.name.len() + LENGTH;
+            if largest.is_none_or(|(size, _)| region.bytes > size) {
+                let place = LargestRegion {
+                    offset: bytes_at,
+                    in_page: region.data as usize % page,
+                };
+                largest = Some((region.bytes, place));
+            }
+            offset = bytes_at + region.bytes;
+        }
+        largest.map(|(_, place)| place)
+    }
 }
+
+/// Bytes of a length in the serialised form (bincode's fixed-width `u64`).
+const LENGTH: usize = 8;
 
 impl Serialize for Regions {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -67,7 +93,7 @@ pub struct SavedRegions {
     /// Where each region's bytes are.
     regions: HashMap<String, Saved>,
     /// The state message the [`Saved::InMessage`] ranges point into.
-    message: Vec<u8>,
+    message: StateBuffer,
 }
 
 /// Where the saved bytes of one region are.
@@ -86,7 +112,7 @@ impl From<Vec<(String, serde_bytes::ByteBuf)>> for SavedRegions {
                 .into_iter()
                 .map(|(name, bytes)| (name, Saved::Own(bytes.into_vec())))
                 .collect(),
-            message: Vec::new(),
+            message: StateBuffer::default(),
         }
     }
 }
@@ -130,12 +156,12 @@ fn whole_pages(start: usize, len: usize, page: usize) -> Option<std::ops::Range<
 
 impl SavedRegions {
     /// The regions of a state message whose serialised [`Regions`] start at `offset`,
-    /// left where they are: each region is copied once, from the message into the
-    /// program's memory, when it is registered.
-    pub fn in_message(message: Vec<u8>, offset: usize) -> Result<Self, bincode::Error> {
-        let body = message.get(offset..).unwrap_or_default();
+    /// left where they are: each region goes once from the message into the
+    /// program's memory (its pages moved, or copied), when it is registered.
+    pub fn in_message(message: StateBuffer, offset: usize) -> Result<Self, bincode::Error> {
+        let body = message.as_slice().get(offset..).unwrap_or_default();
         let list: Vec<(String, &[u8])> = bincode::deserialize(body)?;
-        let start = message.as_ptr() as usize;
+        let start = message.as_slice().as_ptr() as usize;
         let regions = list
             .into_iter()
             .map(|(name, bytes)| {
@@ -149,7 +175,11 @@ impl SavedRegions {
     fn bytes_of<'a>(&'a self, saved: &'a Saved) -> &'a [u8] {
         match saved {
             Saved::Own(bytes) => bytes,
-            Saved::InMessage(range) => self.message.get(range.clone()).unwrap_or_default(),
+            Saved::InMessage(range) => self
+                .message
+                .as_slice()
+                .get(range.clone())
+                .unwrap_or_default(),
         }
     }
 }
@@ -173,9 +203,10 @@ impl SavedRegions {
         self.regions.is_empty()
     }
 
-    /// Copies the saved bytes of `region` into it, once: `Ok(true)` when copied,
-    /// `Ok(false)` when nothing of that name is waiting. A size mismatch copies nothing
-    /// and keeps the saved bytes.
+    /// Puts the saved bytes of `region` into it, once: `Ok(true)` when done,
+    /// `Ok(false)` when nothing of that name is waiting. A size mismatch writes nothing
+    /// and keeps the saved bytes. Bytes of a state message have their whole pages moved
+    /// into the region where they can ([`StateBuffer::move_into`]); others are copied.
     ///
     /// # Safety
     /// `region.data` is valid for writes of `region.bytes` bytes.
@@ -191,16 +222,30 @@ impl SavedRegions {
                 saved: saved.len(),
             });
         }
-        if !saved.is_empty() {
-            // SAFETY: by the caller, the region is valid for writes of its length.
-            unsafe { populate_for_write(region.data, saved.len()) };
-            // SAFETY: by the caller; the lengths are equal.
-            unsafe { std::ptr::copy_nonoverlapping(saved.as_ptr(), region.data, saved.len()) };
+        match where_ {
+            _ if saved.is_empty() => {}
+            Saved::InMessage(range) => {
+                let range = range.clone();
+                // SAFETY: by the caller, the region is valid for writes of its length,
+                // equal to the range's; it is the program's memory, not the message's.
+                let moved = unsafe { self.message.move_into(range, region.data) };
+                let how = if moved { "its pages moved" } else { "copied" };
+                crate::migrate::timeline::step(&format!(
+                    "new: region '{}' in place, {how}",
+                    region.name
+                ));
+            }
+            Saved::Own(_) => {
+                // SAFETY: by the caller, the region is valid for writes of its length.
+                unsafe { populate_for_write(region.data, saved.len()) };
+                // SAFETY: by the caller; the lengths are equal.
+                unsafe { std::ptr::copy_nonoverlapping(saved.as_ptr(), region.data, saved.len()) };
+            }
         }
         self.regions.remove(&region.name);
         if self.regions.values().all(|s| matches!(s, Saved::Own(_))) {
             // Every region of the message is in place: its memory goes back.
-            self.message = Vec::new();
+            self.message = StateBuffer::default();
         }
         Ok(true)
     }
@@ -256,6 +301,30 @@ mod tests {
     }
 
     #[test]
+    fn the_largest_region_is_found_where_bincode_puts_its_bytes() {
+        let mut small = [3u8; 40];
+        let mut big = vec![5u8; 5000];
+        big[0] = 9;
+        let mut regions = Regions::default();
+        assert_eq!(regions.largest(), None);
+        for (name, data, bytes) in [
+            ("a", small.as_mut_ptr(), 40),
+            ("bigger", big.as_mut_ptr(), 5000),
+            ("empty", std::ptr::null_mut(), 0),
+        ] {
+            regions.register(Region {
+                name: name.into(),
+                data,
+                bytes,
+            });
+        }
+        let place = regions.largest().unwrap();
+        let serialised = bincode::serialize(&regions).unwrap();
+        assert_eq!(serialised[place.offset..place.offset + 5000], big[..]);
+        assert_eq!(place.in_page, big.as_ptr() as usize % page_size());
+    }
+
+    #[test]
     fn only_whole_pages_inside_the_region_are_populated() {
         assert_eq!(whole_pages(4096, 3 * 4096, 4096), Some(4096..4 * 4096));
         // Partial pages at both ends are left to the copy.
@@ -306,7 +375,7 @@ mod tests {
         // Counters go before the regions in a state message.
         let mut message = vec![7u8; 3];
         bincode::serialize_into(&mut message, &regions).unwrap();
-        let mut saved = SavedRegions::in_message(message, 3).unwrap();
+        let mut saved = SavedRegions::in_message(StateBuffer::copied_from(&message), 3).unwrap();
         let mut back = [0f64; 2];
         let target = Region {
             name: "grid".into(),
@@ -325,7 +394,7 @@ mod tests {
         assert_eq!(back, grid);
         assert!(saved.is_empty());
         assert!(
-            saved.message.is_empty(),
+            saved.message.as_slice().is_empty(),
             "the message is freed once every region is in place"
         );
         // SAFETY: as above; nothing is left to copy.

@@ -27,6 +27,7 @@ pub mod protocol;
 pub mod record;
 pub mod settings;
 pub mod spawn_watch;
+pub mod state_buffer;
 pub mod timeline;
 
 #[cfg(feature = "mpi")]

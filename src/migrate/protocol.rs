@@ -18,15 +18,18 @@ use mpi::topology::{Color, InterCommunicator, MergeOrder, SimpleCommunicator};
 use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Equivalence, Source};
 
 use crate::checkpoint::mpi_collective::wait_sleeping;
-use crate::checkpoint::writer::prefaulted;
 
 use super::MigrateError;
 use super::record::PhaseTimes;
+use super::state_buffer::StateBuffer;
 
 /// Tag of the assignment message (rank 0 → new process).
 const TAG_ASSIGNMENT: i32 = 0x5a41;
 /// Tag of the state message (leaving rank → its replacement).
 const TAG_STATE: i32 = 0x5a53;
+/// Tag of the message before it: where within a page the state message is to start
+/// ([`StateBuffer::receive_window`]).
+const TAG_STATE_PLACE: i32 = 0x5a50;
 /// Tag of old rank 0's word to the new processes of a background spawn, over the
 /// bridge ([`BridgeWord`]).
 const TAG_BRIDGE: i32 = 0x5a42;
@@ -485,7 +488,7 @@ pub fn free_intercomm(inter: InterCommunicator) {
 
 /// Old ranks' half of the exchange, after a successful spawn. `leavers` are the leaving
 /// ranks in ascending order; `assignments[j]` is the message for new process j (only
-/// rank 0's copy is used); `state` is this rank's serialised state (sent only by
+/// rank 0's copy is used); `state` is this rank's state message (sent only by
 /// leavers).
 ///
 /// The new communicator is made first (merge, then a split in which the leavers do not
@@ -497,7 +500,7 @@ pub fn old_ranks_exchange(
     inter: InterCommunicator,
     leavers: &[usize],
     assignments: &[Vec<u8>],
-    state: &[u8],
+    state: StateMessage<'_>,
     times: &mut PhaseTimes,
     started: Instant,
 ) -> OldRankOutcome {
@@ -526,9 +529,9 @@ pub fn old_ranks_exchange(
     times.rebuild = rebuild_start.elapsed().as_secs_f64();
     let transfer_start = Instant::now();
     if let Some(j) = my_slot {
-        merged
-            .process_at_rank((n + j) as i32)
-            .send_with_tag(state, TAG_STATE);
+        let replacement = merged.process_at_rank((n + j) as i32);
+        replacement.send_with_tag(&state.in_page, TAG_STATE_PLACE);
+        replacement.send_with_tag(state.bytes, TAG_STATE);
     }
     crate::migrate::timeline::step("old: assignments and state sent");
     times.transfer = transfer_start.elapsed().as_secs_f64();
@@ -540,6 +543,16 @@ pub fn old_ranks_exchange(
     }
 }
 
+/// A leaving rank's serialised state, and where within a page its replacement is to
+/// receive it ([`StateBuffer::receive_window`]).
+#[derive(Debug, Clone, Copy)]
+pub struct StateMessage<'a> {
+    /// The replaced rank's counters, then its state.
+    pub bytes: &'a [u8],
+    /// The offset within a page the message is to start at.
+    pub in_page: u64,
+}
+
 /// What a new process receives.
 pub struct Arrival {
     /// The new job communicator (this process has the replaced rank's number).
@@ -547,7 +560,7 @@ pub struct Arrival {
     /// Rank 0's assignment message.
     pub assignment: Vec<u8>,
     /// The replaced rank's serialised state.
-    pub state: Vec<u8>,
+    pub state: StateBuffer,
 }
 
 /// New processes' half of the exchange. `buffer`: memory made ready for the state
@@ -559,7 +572,7 @@ pub struct Arrival {
 /// returns [`MigrateError::Dismissed`].
 pub fn new_process_exchange(
     parent: InterCommunicator,
-    mut buffer: Vec<u8>,
+    mut buffer: StateBuffer,
     replaced_rank_of: impl FnOnce(&[u8]) -> Result<usize, MigrateError>,
 ) -> Result<Arrival, MigrateError> {
     let mut merged = parent.merge(MergeOrder::High);
@@ -598,8 +611,13 @@ pub fn new_process_exchange(
             "the new communicator excludes a new process",
         ))?;
     crate::migrate::timeline::step("new: new communicator made");
+    wait_for_message(&merged, rank as i32, TAG_STATE_PLACE);
+    let (in_page, _) = merged
+        .process_at_rank(rank as i32)
+        .receive_with_tag::<u64>(TAG_STATE_PLACE);
     let announced = wait_for_message(&merged, rank as i32, TAG_STATE);
-    let state = receive_into(&merged, rank as i32, TAG_STATE, &announced, buffer);
+    let in_page = usize::try_from(in_page).unwrap_or(0);
+    let state = receive_into(&merged, rank as i32, &announced, buffer, in_page)?;
     crate::migrate::timeline::step("new: state received");
     drop(merged);
     if comm.rank() as usize != rank {
@@ -614,11 +632,12 @@ pub fn new_process_exchange(
     })
 }
 
-/// Memory made ready ([`prefaulted`]) to receive a state of `size` bytes into: a little
-/// more, as the counters go first and a state may grow a little meanwhile.
-pub fn state_buffer(size: u64) -> Vec<u8> {
+/// Memory made ready ([`StateBuffer::prefaulted`]) to receive a state of `size` bytes
+/// into: a little more, as the counters go first and a state may grow a little
+/// meanwhile.
+pub fn state_buffer(size: u64) -> StateBuffer {
     let size = usize::try_from(size).unwrap_or(0);
-    prefaulted(size.saturating_add(size / 16 + STATE_SLACK))
+    StateBuffer::prefaulted(size.saturating_add(size / 16 + STATE_SLACK))
 }
 
 /// The tag of the first message old rank 0 sends on `merged`, once it is there; looked
@@ -678,21 +697,26 @@ fn wait_for_message(comm: &SimpleCommunicator, source: i32, tag: i32) -> Status 
     }
 }
 
-/// Receives the byte message `announced` (probed) from `source` into `buffer`, whose
-/// memory is used when it is large enough (a buffer made ready beforehand, see
-/// [`prefaulted`]).
+/// Receives the state message `announced` (probed) from `source` into `buffer`,
+/// starting `in_page` bytes into a page; the buffer's memory is used when it is large
+/// enough (made ready beforehand, see [`StateBuffer::prefaulted`]).
 fn receive_into(
     comm: &SimpleCommunicator,
     source: i32,
-    tag: i32,
     announced: &Status,
-    mut buffer: Vec<u8>,
-) -> Vec<u8> {
+    mut buffer: StateBuffer,
+    in_page: usize,
+) -> Result<StateBuffer, MigrateError> {
     let count = usize::try_from(announced.count(u8::equivalent_datatype())).unwrap_or(0);
-    buffer.resize(count, 0);
+    let window = buffer.receive_window(count, in_page);
+    if window.len() != count {
+        return Err(MigrateError::Protocol(
+            "no memory could be mapped for the state received",
+        ));
+    }
     comm.process_at_rank(source)
-        .receive_into_with_tag(&mut buffer[..], tag);
-    buffer
+        .receive_into_with_tag(window, TAG_STATE);
+    Ok(buffer)
 }
 
 /// A barrier over `comm` (`MPI_Ibarrier`) waited for sleeping [`BRIDGE_POLL`] between

@@ -912,9 +912,10 @@ fn a_c_program_with_thread_multiple_migrates_with_its_spawn_in_the_background() 
     retry_on_hang(c_program_in_the_background);
 }
 
-/// The pause probe (C, `MPI_Init_thread` with `MPI_THREAD_MULTIPLE`, 1 MB per rank):
+/// The pause probe (C, `MPI_Init_thread` with `MPI_THREAD_MULTIPLE`, 2 MB per rank):
 /// one edit moves n2's ranks to n3 with the spawn in the background; its iteration
-/// times are written by every process that ends; the result is a plain run's.
+/// times are written by every process that ends; each arrival gets its 2 MB region by
+/// a move of its pages (the timeline says so); the result is a plain run's.
 fn c_program_in_the_background() -> Result<(), Hung> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -929,10 +930,11 @@ fn c_program_in_the_background() -> Result<(), Hung> {
             .args(["run", "-n", &RANKS.to_string(), "--availability", "av"])
             .args(["--run-dir", "run", "--settle", "0", "--"])
             .arg(&probe)
-            .args(["--mb", "1", "--iters", "1000000000000", "--times"])
+            .args(["--mb", "2", "--iters", "1000000000000", "--times"])
             .arg(&times)
             .arg("--stop-file")
             .arg(&stop)
+            .env("RANKMIG_TIMELINE", "1")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         Job(Some(cmd.spawn().expect("rankmig run starts")))
@@ -943,7 +945,12 @@ fn c_program_in_the_background() -> Result<(), Hung> {
     let out = stop_and_finish(job, d)?;
     let unused = std::env::temp_dir().join("rankmig-unused-ckpt");
     let env = [("RANKMIG_CKPT_DIR".to_owned(), unused.display().to_string())];
-    support::assert_same_as_plain_run(&out, RANKS, &probe, &["--mb", "1"], &env);
+    support::assert_same_as_plain_run(&out, RANKS, &probe, &["--mb", "2"], &env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let moved = stderr
+        .matches("new: region 'state' in place, its pages moved")
+        .count();
+    assert_eq!(moved, RANKS / 2, "arrivals whose pages moved:\n{stderr}");
     let recs = records(d);
     assert_eq!(recs[0].outcome, "migrated", "{recs:?}");
     assert!(recs[0].phases.background > 0.0, "{:?}", recs[0]);

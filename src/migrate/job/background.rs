@@ -40,6 +40,7 @@ use crate::planner::Plan;
 use super::super::protocol::{self, Bridge};
 use super::super::record::PhaseTimes;
 use super::super::settings::ENV_BLOCKING_SPAWN;
+use super::super::state_buffer::StateBuffer;
 use super::migration::{Held, spawn_order, spawn_program};
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
@@ -457,7 +458,7 @@ fn launch_bridge(
 /// size); once every process of its launch has, the first says they are ready, and all
 /// connect to old rank 0's port. Returns the intercommunicator with old rank 0 and the
 /// buffer. Collective over `MPI_COMM_WORLD`.
-pub(super) fn join_launch(path: &Path) -> Result<(InterCommunicator, Vec<u8>), MigrateError> {
+pub(super) fn join_launch(path: &Path) -> Result<(InterCommunicator, StateBuffer), MigrateError> {
     let request = launch_request::read(path)?;
     let world = mpi::topology::SimpleCommunicator::world();
     let size = usize::try_from(world.rank())

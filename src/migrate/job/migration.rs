@@ -18,6 +18,7 @@ use crate::planner::{Location, Move, Placement, Plan};
 use super::super::protocol::{self, OldRankOutcome};
 use super::super::record::PhaseTimes;
 use super::super::settings::JobSettings;
+use super::super::state_buffer::page_size;
 use super::history::SpawnHistory;
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
@@ -212,17 +213,23 @@ impl Job {
         let rank = self.comm.rank() as usize;
         let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
         let leaving = leavers.contains(&rank);
-        let state_bytes = if leaving {
+        let (state_bytes, state_in_page) = if leaving {
             // The replaced rank's counters, then its state: one pass, one copy.
             // Into the checkpoint buffer, whose memory a save has mapped already.
             let row = monitor::snapshot().map(|(total, _)| total);
             let mut bytes = self.ckpt.take_buffer();
-            bincode::serialize_into(&mut bytes, &(row, state))
+            bincode::serialize_into(&mut bytes, &row)
+                .map_err(|e| MigrateError::State(e.to_string()))?;
+            let counters = bytes.len();
+            bincode::serialize_into(&mut bytes, state)
                 .map_err(|e| MigrateError::State(e.to_string()))?;
             crate::migrate::timeline::step("old: state serialised");
-            bytes
+            let in_page = self
+                .largest_region
+                .map_or(0, |r| r.message_in_page(counters, page_size()));
+            (bytes, in_page as u64)
         } else {
-            Vec::new()
+            (Vec::new(), 0)
         };
         let history = self.history_after(plan);
         let assignments = if self.is_root() {
@@ -243,7 +250,10 @@ impl Job {
             inter,
             &leavers,
             &assignments,
-            &state_bytes,
+            protocol::StateMessage {
+                bytes: &state_bytes,
+                in_page: state_in_page,
+            },
             &mut phases,
             exchange_start,
         );

@@ -40,6 +40,7 @@ use super::launch_request;
 use super::protocol::{self};
 use super::record::{self, IterationRecord};
 use super::settings::JobSettings;
+use super::state_buffer::{LargestRegion, StateBuffer};
 
 /// A rank of a job that may migrate.
 ///
@@ -79,7 +80,9 @@ pub struct Job {
     placement: Option<Placement>,
     /// In a process that arrived by migration, until [`Job::restore_or`]: the state
     /// message and where the state starts in it (after the replaced rank's counters).
-    arrived_state: Option<(Vec<u8>, usize)>,
+    arrived_state: Option<(StateBuffer, usize)>,
+    /// Where the state's largest memory region lies ([`Job::place_largest_region`]).
+    largest_region: Option<LargestRegion>,
     reconfigurations: u64,
     changes: u64,
     started: Instant,
@@ -133,7 +136,7 @@ impl Job {
     pub(crate) fn init_on_world(config: CheckpointConfig) -> Result<Self, MigrateError> {
         let world = SimpleCommunicator::world();
         if let Some(parent) = world.parent() {
-            return Self::arrive(parent, Vec::new());
+            return Self::arrive(parent, StateBuffer::default());
         }
         if let Some(request) = std::env::var_os(launch_request::ENV_JOIN).filter(|v| !v.is_empty())
         {
@@ -176,6 +179,7 @@ impl Job {
             watcher: None,
             placement,
             arrived_state: None,
+            largest_region: None,
             reconfigurations: earlier_migrations,
             changes: 0,
             started: Instant::now(),
@@ -231,7 +235,7 @@ impl Job {
     /// ready beforehand), join the new communicator.
     fn arrive(
         parent: mpi::topology::InterCommunicator,
-        buffer: Vec<u8>,
+        buffer: StateBuffer,
     ) -> Result<Self, MigrateError> {
         let arrival = match protocol::new_process_exchange(parent, buffer, |bytes| {
             let a: Assignment = serde_json::from_slice(bytes)?;
@@ -251,7 +255,7 @@ impl Job {
         let ckpt = CheckpointContext::adopt(a.checkpoint.config(), coll, &a.handover)?;
         // The state message carries the replaced rank's counters, then its state, read
         // from there by restore_or (not copied out).
-        let mut counters = std::io::Cursor::new(&arrival.state[..]);
+        let mut counters = std::io::Cursor::new(arrival.state.as_slice());
         let row: Option<Row> = bincode::deserialize_from(&mut counters)
             .map_err(|e| MigrateError::State(e.to_string()))?;
         let state_offset =
@@ -277,6 +281,7 @@ impl Job {
             watcher,
             placement: Some(a.placement),
             arrived_state: Some((arrival.state, state_offset)),
+            largest_region: None,
             reconfigurations: a.reconfigurations,
             changes: a.changes,
             started: Instant::now() - Duration::from_secs_f64(a.elapsed.max(0.0)),
@@ -365,7 +370,7 @@ impl Job {
         F: FnOnce() -> T,
     {
         if let Some((bytes, offset)) = self.arrived_state.take() {
-            let state = bytes.get(offset..).unwrap_or_default();
+            let state = bytes.as_slice().get(offset..).unwrap_or_default();
             return bincode::deserialize(state).map_err(|e| MigrateError::State(e.to_string()));
         }
         let state = self.ckpt.restore_or(fresh)?;
@@ -379,8 +384,18 @@ impl Job {
     /// reads the state in place instead of deserialising a copy (the C interface's
     /// regions). `None` elsewhere, or once taken.
     #[doc(hidden)]
-    pub fn take_arrived_state(&mut self) -> Option<(Vec<u8>, usize)> {
+    pub fn take_arrived_state(&mut self) -> Option<(StateBuffer, usize)> {
         self.arrived_state.take()
+    }
+
+    /// Tells where the state's largest memory region lies (the C interface's regions),
+    /// or that there is none: a rank that moves then sends its state so that the
+    /// region's bytes arrive at the same offset within a page as the region has, and its
+    /// replacement can move their pages into the program's memory instead of copying
+    /// them ([`crate::migrate::state_buffer`]).
+    #[doc(hidden)]
+    pub fn place_largest_region(&mut self, region: Option<LargestRegion>) {
+        self.largest_region = region;
     }
 
     /// Counts a `checkpoint!` call; true when [`Job::event`] must run. Used by the macro.
