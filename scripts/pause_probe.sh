@@ -13,7 +13,9 @@
 # the default, or jacobi: examples/jacobi.rs on a grid of about STATE_MB per rank, with
 # its --times), IMPL (openmpi4, Debian's Open MPI 4.1.4, the default; or openmpi418 or
 # mpich: PyPI's Open MPI 4.1.8 or MPICH of scripts/setup.sh, built in target/IMPL),
-# RANKS (8), WARMUP (3), AFTER (3), CKPT_DIR (where checkpoints go; default: the run
+# RANKS (8), CLUSTER (1: on the emulated cluster, hosts h1 h2 h3 of RANKS/2 cores
+# each as UTS namespaces, --emulated-cluster, the edit moving h1's ranks to h3; needs
+# root or user namespaces), WARMUP (3), AFTER (3), CKPT_DIR (where checkpoints go; default: the run
 # directory, in the work directory made by mktemp, so under TMPDIR), and any RANKMIG_*
 # variable (RANKMIG_BLOCKING_SPAWN=1 measures the spawn with the application held).
 set -euo pipefail
@@ -49,8 +51,17 @@ esac
 
 cd "$work"
 mkdir times
-printf 'n1 %s\nn2 %s\n' "$HALF" "$HALF" >av
-"$lib/rankmig" run -n "$RANKS" -a av --run-dir run ${CKPT_DIR:+--ckpt-dir "$CKPT_DIR"} --settle 0 -- \
+where=()
+if [ -n "${CLUSTER:-}" ]; then
+  # Hosts h1 h2 h3 (UTS namespaces of this machine), RANKS/2 cores each.
+  printf 'h1 slots=%s\nh2 slots=%s\nh3 slots=%s\n' "$HALF" "$HALF" "$HALF" >hosts
+  where=(--hostfile hosts --emulated-cluster --node-topology "synthetic:core:$HALF pu:1")
+  first=h1 second=h2 third=h3
+else
+  first=n1 second=n2 third=n3
+fi
+printf '%s %s\n%s %s\n' "$first" "$HALF" "$second" "$HALF" >av
+"$lib/rankmig" run -n "$RANKS" -a av "${where[@]}" --run-dir run ${CKPT_DIR:+--ckpt-dir "$CKPT_DIR"} --settle 0 -- \
   "${app[@]}" --iters 1000000000000 --times "$work/times" --stop-file "$work/stop" \
   >live.out 2>live.err &
 job=$!
@@ -65,7 +76,7 @@ until [ -s run/iterations/rank-0.csv ]; do
   fi
 done
 sleep "${WARMUP:-3}"
-printf 'n2 %s\nn3 %s\n' "$HALF" "$HALF" >av.tmp && mv av.tmp av
+printf '%s %s\n%s %s\n' "$second" "$HALF" "$third" "$HALF" >av.tmp && mv av.tmp av
 until grep -q '"outcome"' run/reconfigurations.jsonl 2>/dev/null; do
   sleep 0.2
   kill -0 $job 2>/dev/null || { echo "pause_probe: the job ended before migrating" >&2; cat live.err >&2; exit 1; }
