@@ -89,7 +89,7 @@ mpirun_cmd=(mpirun --oversubscribe -np "$RANKS")
 [ "$IMPL" = mpich ] && mpirun_cmd=(mpiexec -n "$RANKS")
 RANKMIG_CKPT_DIR=$work/plain-ckpt "${mpirun_cmd[@]}" "${app[@]}" --iters "$iters" >plain.out 2>plain.err
 python3 - "$work" <<'EOF'
-import glob, json, statistics, sys
+import glob, json, re, statistics, sys
 work = sys.argv[1]
 slowest = {}
 for path in glob.glob(f"{work}/times/times-*.txt"):
@@ -103,7 +103,11 @@ live = open(f"{work}/live.out").read().strip()
 plain = open(f"{work}/plain.out").read().strip()
 print("live: ", live)
 print("plain:", plain)
-print("checksum equal:", live.split("checksum")[-1] == plain.split("checksum")[-1])
+def checksum(text):
+    found = re.findall(r"^checksum: (\S+)$", text, re.M)
+    return found[-1] if found else None
+same = checksum(live) is not None and checksum(live) == checksum(plain)
+print("checksum equal:", same)
 for r in records:
     p = r.get("phases", {})
     print(f"record: {r['outcome']} at iteration {r['iteration']}: scheduling {r['scheduling']*1e3:.1f} ms, "
@@ -125,7 +129,6 @@ print(f"median iteration before: {statistics.median(before)*1e3:.4f} ms ({len(be
 top = sorted(slowest.items(), key=lambda kv: -kv[1])[:5]
 print("five longest:", ", ".join(f"{i}: {s*1e3:.1f} ms" for i, s in top))
 p = moved[0]["phases"]
-same = live.split("checksum")[-1] == plain.split("checksum")[-1]
 print(f"summary: longest {slowest[worst_it]*1e3:.1f} ms, median before {statistics.median(before)*1e3:.3f} ms, "
       f"after {statistics.median(after)*1e3:.3f} ms, pause {p.get('pause', 0)*1e3:.1f} ms, "
       f"background {p.get('background', 0)*1e3:.0f} ms, spawn/join {p['spawn']*1e3:.1f} ms, "
