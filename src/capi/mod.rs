@@ -290,7 +290,10 @@ pub unsafe extern "C" fn rankmig_register(
             unsafe { rt.saved.copy_into(&region) }
                 .map_err(|e| CallError::argument(format!("rankmig_register: {e}")))?;
             rt.regions.register(region);
-            rt.job.place_largest_region(rt.regions.largest());
+            // SAFETY: rankmig_register's contract: every registered region stays valid
+            // until registered again or rankmig_finalize; the program is inside
+            // rankmig_checkpoint whenever a migration reads it.
+            unsafe { rt.job.place_largest_region(rt.regions.largest()) };
             Ok(RANKMIG_OK)
         })
     })

@@ -48,6 +48,8 @@ impl Regions {
                 let place = LargestRegion {
                     offset: bytes_at,
                     in_page: region.data as usize % page,
+                    address: region.data as usize,
+                    len: region.bytes,
                 };
                 largest = Some((region.bytes, place));
             }
@@ -322,6 +324,7 @@ mod tests {
         let serialised = bincode::serialize(&regions).unwrap();
         assert_eq!(serialised[place.offset..place.offset + 5000], big[..]);
         assert_eq!(place.in_page, big.as_ptr() as usize % page_size());
+        assert_eq!((place.address, place.len), (big.as_ptr() as usize, 5000));
     }
 
     #[test]

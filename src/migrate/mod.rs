@@ -28,6 +28,7 @@ pub mod record;
 pub mod settings;
 pub mod spawn_watch;
 pub mod state_buffer;
+pub mod state_message;
 pub mod timeline;
 
 #[cfg(feature = "mpi")]

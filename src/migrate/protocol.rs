@@ -15,21 +15,23 @@ use mpi::ffi;
 use mpi::point_to_point::Status;
 use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Color, InterCommunicator, MergeOrder, SimpleCommunicator};
-use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Equivalence, Source};
+use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
 
 use crate::checkpoint::mpi_collective::wait_sleeping;
 
 use super::MigrateError;
 use super::record::PhaseTimes;
 use super::state_buffer::StateBuffer;
+use super::state_message::StateMessage;
 
 /// Tag of the assignment message (rank 0 → new process).
 const TAG_ASSIGNMENT: i32 = 0x5a41;
 /// Tag of the state message (leaving rank → its replacement).
 const TAG_STATE: i32 = 0x5a53;
 /// Tag of the message before it: where within a page the state message is to start
-/// ([`StateBuffer::receive_window`]).
-const TAG_STATE_PLACE: i32 = 0x5a50;
+/// ([`StateBuffer::receive_window`]) and the length of each of its parts
+/// ([`StateMessage::layout`]).
+const TAG_STATE_LAYOUT: i32 = 0x5a50;
 /// Tag of old rank 0's word to the new processes of a background spawn, over the
 /// bridge ([`BridgeWord`]).
 const TAG_BRIDGE: i32 = 0x5a42;
@@ -488,8 +490,7 @@ pub fn free_intercomm(inter: InterCommunicator) {
 
 /// Old ranks' half of the exchange, after a successful spawn. `leavers` are the leaving
 /// ranks in ascending order; `assignments[j]` is the message for new process j (only
-/// rank 0's copy is used); `state` is this rank's state message (sent only by
-/// leavers).
+/// rank 0's copy is used); `state` is this rank's state message (leavers only).
 ///
 /// The new communicator is made first (merge, then a split in which the leavers do not
 /// take part): a rank that stays goes back to the application at once, while each
@@ -500,7 +501,7 @@ pub fn old_ranks_exchange(
     inter: InterCommunicator,
     leavers: &[usize],
     assignments: &[Vec<u8>],
-    state: StateMessage<'_>,
+    state: Option<&StateMessage<'_>>,
     times: &mut PhaseTimes,
     started: Instant,
 ) -> OldRankOutcome {
@@ -528,10 +529,12 @@ pub fn old_ranks_exchange(
     crate::migrate::timeline::step("old: new communicator made");
     times.rebuild = rebuild_start.elapsed().as_secs_f64();
     let transfer_start = Instant::now();
-    if let Some(j) = my_slot {
+    if let (Some(j), Some(state)) = (my_slot, state) {
         let replacement = merged.process_at_rank((n + j) as i32);
-        replacement.send_with_tag(&state.in_page, TAG_STATE_PLACE);
-        replacement.send_with_tag(state.bytes, TAG_STATE);
+        replacement.send_with_tag(&state.layout()[..], TAG_STATE_LAYOUT);
+        for part in state.parts() {
+            replacement.send_with_tag(part, TAG_STATE);
+        }
     }
     crate::migrate::timeline::step("old: assignments and state sent");
     times.transfer = transfer_start.elapsed().as_secs_f64();
@@ -541,16 +544,6 @@ pub fn old_ranks_exchange(
         Some(c) => OldRankOutcome::Stay(c),
         None => OldRankOutcome::Leave,
     }
-}
-
-/// A leaving rank's serialised state, and where within a page its replacement is to
-/// receive it ([`StateBuffer::receive_window`]).
-#[derive(Debug, Clone, Copy)]
-pub struct StateMessage<'a> {
-    /// The replaced rank's counters, then its state.
-    pub bytes: &'a [u8],
-    /// The offset within a page the message is to start at.
-    pub in_page: u64,
 }
 
 /// What a new process receives.
@@ -611,13 +604,11 @@ pub fn new_process_exchange(
             "the new communicator excludes a new process",
         ))?;
     crate::migrate::timeline::step("new: new communicator made");
-    wait_for_message(&merged, rank as i32, TAG_STATE_PLACE);
-    let (in_page, _) = merged
+    wait_for_message(&merged, rank as i32, TAG_STATE_LAYOUT);
+    let (layout, _) = merged
         .process_at_rank(rank as i32)
-        .receive_with_tag::<u64>(TAG_STATE_PLACE);
-    let announced = wait_for_message(&merged, rank as i32, TAG_STATE);
-    let in_page = usize::try_from(in_page).unwrap_or(0);
-    let state = receive_into(&merged, rank as i32, &announced, buffer, in_page)?;
+        .receive_vec_with_tag::<u64>(TAG_STATE_LAYOUT);
+    let state = receive_parts(&merged, rank as i32, &layout, buffer)?;
     crate::migrate::timeline::step("new: state received");
     drop(merged);
     if comm.rank() as usize != rank {
@@ -697,25 +688,46 @@ fn wait_for_message(comm: &SimpleCommunicator, source: i32, tag: i32) -> Status 
     }
 }
 
-/// Receives the state message `announced` (probed) from `source` into `buffer`,
-/// starting `in_page` bytes into a page; the buffer's memory is used when it is large
-/// enough (made ready beforehand, see [`StateBuffer::prefaulted`]).
-fn receive_into(
+/// Receives the parts of the state message from `source` one after the other into
+/// `buffer`, as `layout` ([`StateMessage::layout`]) says: starting that many bytes into
+/// a page, each part after the one before. The buffer's memory is used when it is
+/// large enough (made ready beforehand, see [`StateBuffer::prefaulted`]).
+fn receive_parts(
     comm: &SimpleCommunicator,
     source: i32,
-    announced: &Status,
+    layout: &[u64],
     mut buffer: StateBuffer,
-    in_page: usize,
 ) -> Result<StateBuffer, MigrateError> {
-    let count = usize::try_from(announced.count(u8::equivalent_datatype())).unwrap_or(0);
-    let window = buffer.receive_window(count, in_page);
-    if window.len() != count {
+    let [in_page, parts @ ..] = layout else {
+        return Err(MigrateError::Protocol(
+            "the state's layout message is empty",
+        ));
+    };
+    let lengths: Vec<usize> = parts
+        .iter()
+        .map(|&len| usize::try_from(len).unwrap_or(usize::MAX))
+        .collect();
+    let total = lengths
+        .iter()
+        .try_fold(0usize, |sum, &len| sum.checked_add(len))
+        .ok_or(MigrateError::Protocol(
+            "the state's parts add up past memory",
+        ))?;
+    let in_page = usize::try_from(*in_page).unwrap_or(0);
+    let window = buffer.receive_window(total, in_page);
+    if window.len() != total {
         return Err(MigrateError::Protocol(
             "no memory could be mapped for the state received",
         ));
     }
-    comm.process_at_rank(source)
-        .receive_into_with_tag(window, TAG_STATE);
+    let mut rest = window;
+    for len in lengths {
+        let (part, after) = rest.split_at_mut(len);
+        wait_for_message(comm, source, TAG_STATE);
+        comm.process_at_rank(source)
+            .receive_into_with_tag(part, TAG_STATE);
+        rest = after;
+    }
     Ok(buffer)
 }
 

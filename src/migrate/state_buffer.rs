@@ -240,15 +240,18 @@ impl Drop for StateBuffer {
     }
 }
 
-/// The largest memory region of a state (a C or Fortran program's): `offset` bytes into
-/// the state's serialised form, and `in_page` bytes into a page of the program's
-/// memory.
+/// The largest memory region of a state (a C or Fortran program's): where its bytes lie
+/// in the state's serialised form and in the program's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LargestRegion {
     /// Where its bytes start in the serialised state.
     pub offset: usize,
     /// Where the program's memory of it starts within a page.
     pub in_page: usize,
+    /// The address of the program's memory of it.
+    pub address: usize,
+    /// Its length in bytes.
+    pub len: usize,
 }
 
 impl LargestRegion {
@@ -259,7 +262,7 @@ impl LargestRegion {
     /// ```
     /// use rankmig::migrate::state_buffer::LargestRegion;
     ///
-    /// let region = LargestRegion { offset: 30, in_page: 16 };
+    /// let region = LargestRegion { offset: 30, in_page: 16, address: 0x1010, len: 1 };
     /// let start = region.message_in_page(20, 4096);
     /// assert_eq!((start + 20 + 30) % 4096, 16);
     /// ```
@@ -269,8 +272,9 @@ impl LargestRegion {
     }
 }
 
-/// Regions this small are copied: moving pages would gain nothing.
-const SMALLEST_MOVED: usize = 1 << 20;
+/// Regions this small are copied: moving pages (or sending them apart) would gain
+/// nothing.
+pub const SMALLEST_MOVED: usize = 1 << 20;
 
 /// The addresses of the whole pages of `len` bytes at `dest`, when `len` bytes at
 /// `source` lie at the same offset within their pages and the region is large enough

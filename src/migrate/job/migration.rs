@@ -18,7 +18,7 @@ use crate::planner::{Location, Move, Placement, Plan};
 use super::super::protocol::{self, OldRankOutcome};
 use super::super::record::PhaseTimes;
 use super::super::settings::JobSettings;
-use super::super::state_buffer::page_size;
+use super::super::state_message::StateMessage;
 use super::history::SpawnHistory;
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
@@ -213,23 +213,22 @@ impl Job {
         let rank = self.comm.rank() as usize;
         let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
         let leaving = leavers.contains(&rank);
-        let (state_bytes, state_in_page) = if leaving {
-            // The replaced rank's counters, then its state: one pass, one copy.
-            // Into the checkpoint buffer, whose memory a save has mapped already.
+        let message = if leaving {
+            // The replaced rank's counters, then its state: one pass, one copy (none
+            // of a C program's largest region, sent from its memory). Into the
+            // checkpoint buffer, whose memory a save has mapped already.
             let row = monitor::snapshot().map(|(total, _)| total);
-            let mut bytes = self.ckpt.take_buffer();
-            bincode::serialize_into(&mut bytes, &row)
-                .map_err(|e| MigrateError::State(e.to_string()))?;
-            let counters = bytes.len();
-            bincode::serialize_into(&mut bytes, state)
-                .map_err(|e| MigrateError::State(e.to_string()))?;
+            let buffer = self.ckpt.take_buffer();
+            // SAFETY: the largest region was placed by the C interface, whose regions
+            // stay valid and unchanged while the program is inside rankmig_checkpoint,
+            // which this migration is part of.
+            let message =
+                unsafe { StateMessage::serialise(buffer, &row, state, self.largest_region) }
+                    .map_err(|e| MigrateError::State(e.to_string()))?;
             crate::migrate::timeline::step("old: state serialised");
-            let in_page = self
-                .largest_region
-                .map_or(0, |r| r.message_in_page(counters, page_size()));
-            (bytes, in_page as u64)
+            Some(message)
         } else {
-            (Vec::new(), 0)
+            None
         };
         let history = self.history_after(plan);
         let assignments = if self.is_root() {
@@ -239,7 +238,7 @@ impl Job {
         };
         let mut largest_state = 0u64;
         self.comm.all_reduce_into(
-            &(state_bytes.len() as u64),
+            &(message.as_ref().map_or(0, StateMessage::len) as u64),
             &mut largest_state,
             mpi::collective::SystemOperation::max(),
         );
@@ -250,10 +249,7 @@ impl Job {
             inter,
             &leavers,
             &assignments,
-            protocol::StateMessage {
-                bytes: &state_bytes,
-                in_page: state_in_page,
-            },
+            message.as_ref(),
             &mut phases,
             exchange_start,
         );

@@ -389,12 +389,17 @@ impl Job {
     }
 
     /// Tells where the state's largest memory region lies (the C interface's regions),
-    /// or that there is none: a rank that moves then sends its state so that the
-    /// region's bytes arrive at the same offset within a page as the region has, and its
-    /// replacement can move their pages into the program's memory instead of copying
-    /// them ([`crate::migrate::state_buffer`]).
+    /// or that there is none: a rank that moves then sends that region's bytes straight
+    /// from its memory ([`crate::migrate::state_message`]), to arrive at the same offset
+    /// within a page as the region has, so that its replacement can move their pages
+    /// into the program's memory instead of copying them
+    /// ([`crate::migrate::state_buffer`]).
+    ///
+    /// # Safety
+    /// The region's memory stays valid for reads, and is left unchanged while the
+    /// program is inside [`Job::event`], until the next call.
     #[doc(hidden)]
-    pub fn place_largest_region(&mut self, region: Option<LargestRegion>) {
+    pub unsafe fn place_largest_region(&mut self, region: Option<LargestRegion>) {
         self.largest_region = region;
     }
 
