@@ -32,6 +32,11 @@ const TAG_STATE: i32 = 0x5a53;
 /// ([`StateBuffer::receive_window`]) and the length of each of its parts
 /// ([`StateMessage::layout`]).
 const TAG_STATE_LAYOUT: i32 = 0x5a50;
+/// Tag of the replacement's word to the leaving rank that every part of the state has
+/// arrived: the leaving rank exits only then, as an MPI may still hold a part it was
+/// given in its own queue (Open MPI 4.1.8's UCX over TCP did, 16 ranks on the emulated
+/// cluster: the last part was lost with the process, and its replacement waited for it).
+const TAG_STATE_RECEIVED: i32 = 0x5a52;
 /// Tag of old rank 0's word to the new processes of a background spawn, over the
 /// bridge ([`BridgeWord`]).
 const TAG_BRIDGE: i32 = 0x5a42;
@@ -494,8 +499,9 @@ pub fn free_intercomm(inter: InterCommunicator) {
 ///
 /// The new communicator is made first (merge, then a split in which the leavers do not
 /// take part): a rank that stays goes back to the application at once, while each
-/// leaving rank hands its state to its replacement and leaves; the application waits
-/// for the arrivals only where it talks to them.
+/// leaving rank hands its state to its replacement and leaves once the replacement says
+/// it has all of it; the application waits for the arrivals only where it talks to
+/// them.
 pub fn old_ranks_exchange(
     comm: &SimpleCommunicator,
     inter: InterCommunicator,
@@ -535,6 +541,8 @@ pub fn old_ranks_exchange(
         for part in state.parts() {
             replacement.send_with_tag(part, TAG_STATE);
         }
+        wait_for_message(&merged, (n + j) as i32, TAG_STATE_RECEIVED);
+        let _received = replacement.receive_with_tag::<u8>(TAG_STATE_RECEIVED);
     }
     crate::migrate::timeline::step("old: assignments and state sent");
     times.transfer = transfer_start.elapsed().as_secs_f64();
@@ -609,6 +617,9 @@ pub fn new_process_exchange(
         .process_at_rank(rank as i32)
         .receive_vec_with_tag::<u64>(TAG_STATE_LAYOUT);
     let state = receive_parts(&merged, rank as i32, &layout, buffer)?;
+    merged
+        .process_at_rank(rank as i32)
+        .send_with_tag(&1u8, TAG_STATE_RECEIVED);
     crate::migrate::timeline::step("new: state received");
     drop(merged);
     if comm.rank() as usize != rank {
