@@ -7,7 +7,7 @@ use std::ops::Range;
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::migrate::state_buffer::{LargestRegion, StateBuffer, page_size};
+use crate::migrate::state_buffer::{LargestRegion, StateBuffer, page_size, populate_for_write};
 
 /// One region the program registered: `bytes` bytes at `data`, saved under `name`.
 #[derive(Debug)]
@@ -117,43 +117,6 @@ impl From<Vec<(String, serde_bytes::ByteBuf)>> for SavedRegions {
             message: StateBuffer::default(),
         }
     }
-}
-
-/// Maps the whole pages of `len` bytes at `data` for writing in one call
-/// (`MADV_POPULATE_WRITE`, Linux 5.14) before they are copied into: a region the
-/// application has just allocated (an arrival's) is then not filled one page fault at
-/// a time (256 MB here: 82 ms to populate and 25 ms to copy, against 142 ms copying
-/// into fresh memory). Where the call is not supported the copy faults the pages in
-/// as before.
-///
-/// # Safety
-/// `data` is valid for writes of `len` bytes.
-unsafe fn populate_for_write(data: *mut u8, len: usize) {
-    const SMALL: usize = 1 << 20;
-    if len < SMALL {
-        return;
-    }
-    // SAFETY: sysconf has no preconditions.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    if let Some(pages) = whole_pages(data as usize, len, page) {
-        // SAFETY: the range lies within the caller's writable region; populating
-        // changes no byte of it.
-        unsafe {
-            libc::madvise(
-                pages.start as *mut libc::c_void,
-                pages.len(),
-                libc::MADV_POPULATE_WRITE,
-            )
-        };
-    }
-}
-
-/// The addresses of the whole pages (of `page` bytes) within `len` bytes at `start`,
-/// if there is one.
-fn whole_pages(start: usize, len: usize, page: usize) -> Option<std::ops::Range<usize>> {
-    let first = start.checked_next_multiple_of(page)?;
-    let end = start.checked_add(len)? / page * page;
-    (end > first).then_some(first..end)
 }
 
 impl SavedRegions {
@@ -325,15 +288,6 @@ mod tests {
         assert_eq!(serialised[place.offset..place.offset + 5000], big[..]);
         assert_eq!(place.in_page, big.as_ptr() as usize % page_size());
         assert_eq!((place.address, place.len), (big.as_ptr() as usize, 5000));
-    }
-
-    #[test]
-    fn only_whole_pages_inside_the_region_are_populated() {
-        assert_eq!(whole_pages(4096, 3 * 4096, 4096), Some(4096..4 * 4096));
-        // Partial pages at both ends are left to the copy.
-        assert_eq!(whole_pages(4099, 3 * 4096, 4096), Some(8192..4 * 4096));
-        assert_eq!(whole_pages(4099, 4096, 4096), None);
-        assert_eq!(whole_pages(usize::MAX - 10, 20, 4096), None);
     }
 
     #[test]
