@@ -225,12 +225,26 @@ impl SlurmJob {
         support::placement_per_host(&self.run_dir().join(newest.1))
     }
 
-    /// The job's node list in `squeue`.
-    fn squeue_nodes(&self) -> Vec<String> {
+    /// The job's node list in `squeue`; `None` while it prints none (seen once, as
+    /// rankmig handed a drained node back: the allocation is being changed).
+    fn squeue_nodes(&self) -> Option<Vec<String>> {
         let id = self.job_id();
         let out = slurm_command("squeue", &["--noheader", "--jobs", &id, "--format", "%N"]);
-        rankmig::allocation::expand_hostlist(String::from_utf8_lossy(&out.stdout).trim())
-            .expect("squeue node list")
+        rankmig::allocation::expand_hostlist(String::from_utf8_lossy(&out.stdout).trim()).ok()
+    }
+
+    /// The job's node list in `squeue`, once it prints one (within 60 s).
+    fn squeue_nodes_listed(&self) -> Vec<String> {
+        let listed = std::cell::RefCell::new(None);
+        wait_until(
+            "squeue to list the job's nodes",
+            Duration::from_secs(60),
+            || {
+                *listed.borrow_mut() = self.squeue_nodes();
+                listed.borrow().is_some()
+            },
+        );
+        listed.into_inner().unwrap_or_default()
     }
 
     fn job_id(&self) -> String {
@@ -330,7 +344,7 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
     let rank0_host = drain_rank0_host_and_see_it_released(&job);
     let (other, released) = reserve_another_node_and_see_it_emptied(&job);
     let _ = slurm_command("scontrol", &["delete", &format!("ReservationName={MAINT}")]);
-    let nodes_left = job.squeue_nodes();
+    let nodes_left = job.squeue_nodes_listed();
     assert_eq!(
         nodes_left.contains(&other),
         !job.said(&released),
@@ -388,7 +402,10 @@ fn drain_rank0_host_and_see_it_released(job: &SlurmJob) -> String {
     wait_until(
         "the drained node to be released",
         Duration::from_secs(120),
-        || !job.squeue_nodes().contains(&rank0_host),
+        || {
+            job.squeue_nodes()
+                .is_some_and(|nodes| !nodes.contains(&rank0_host))
+        },
     );
     // The release takes a launch from the newest checkpoint: its 8 ranks run again.
     wait_until("the job to run again", Duration::from_secs(120), || {
