@@ -34,8 +34,9 @@ const TAG_STATE: i32 = 0x5a53;
 const TAG_STATE_LAYOUT: i32 = 0x5a50;
 /// Tag of the replacement's word to the leaving rank that every part of the state has
 /// arrived: the leaving rank exits only then, as an MPI may still hold a part it was
-/// given in its own queue (Open MPI 4.1.8's UCX over TCP did, 16 ranks on the emulated
-/// cluster: the last part was lost with the process, and its replacement waited for it).
+/// given in its own queue (one did over TCP with 16 ranks on the emulated cluster: the
+/// last part was lost with the process, and its replacement waited for it; which MPI:
+/// docs/mpi-implementations.md).
 const TAG_STATE_RECEIVED: i32 = 0x5a52;
 /// Tag of old rank 0's word to the new processes of a background spawn, over the
 /// bridge ([`BridgeWord`]).

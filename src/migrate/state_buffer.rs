@@ -70,30 +70,7 @@ impl StateBuffer {
     /// the application). Empty when the memory cannot be had (the receive then maps
     /// its own).
     pub fn prefaulted(capacity: usize) -> Self {
-        let page = page_size();
-        let Some(mapped) = capacity.checked_add(2 * page - 1).map(|b| b / page * page) else {
-            return Self::default();
-        };
-        // SAFETY: a fresh private anonymous mapping; no address is given.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                mapped,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Self::default();
-        }
-        let buffer = Self {
-            base: base.cast(),
-            mapped,
-            start: 0,
-            len: 0,
-        };
+        let buffer = Self::mapped_without_faulting(capacity.saturating_add(page_size()));
         buffer.fault_in();
         buffer
     }

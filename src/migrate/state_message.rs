@@ -112,11 +112,6 @@ impl<'a> StateMessage<'a> {
             after.len() as u64,
         ]
     }
-
-    /// The buffer, for the next save.
-    pub fn into_buffer(self) -> Vec<u8> {
-        self.around
-    }
 }
 
 /// A writer that appends to `out`, except the one write that is exactly the gap's
