@@ -6,7 +6,9 @@
 # n3; AFTER seconds after the migration the job is stopped, then run plainly for as
 # many iterations. Prints the longest iteration (slowest process of each iteration),
 # the median iteration before and after the migration, rankmig's record of it, and
-# whether the checksum equals the plain run's.
+# whether the checksum equals the plain run's. Then a control: the same job under
+# `rankmig run` for as many iterations without an edit; its median before and after
+# the same iterations gives the ratio that this machine's noise gives alone.
 #
 # Usage: scripts/pause_probe.sh [STATE_MB] (default 8). Environment: KEEP=1 keeps the work
 # directory (its live.err holds the TIMELINE lines with RANKMIG_TIMELINE=1), PROGRAM (probe,
@@ -88,15 +90,27 @@ iters=$(sed -n -e 's/.* \([0-9]*\) iterations.*/\1/p' -e 's/^iterations: \([0-9]
 mpirun_cmd=(mpirun --oversubscribe -np "$RANKS")
 [ "$IMPL" = mpich ] && mpirun_cmd=(mpiexec -n "$RANKS")
 RANKMIG_CKPT_DIR=$work/plain-ckpt "${mpirun_cmd[@]}" "${app[@]}" --iters "$iters" >plain.out 2>plain.err
+# The control: as many iterations under rankmig run, from the same availability file
+# and never edited.
+mkdir control-times
+printf '%s %s\n%s %s\n' "$first" "$HALF" "$second" "$HALF" >av-control
+"$lib/rankmig" run -n "$RANKS" -a av-control "${where[@]}" --run-dir run-control \
+  ${CKPT_DIR:+--ckpt-dir "$CKPT_DIR/control"} --settle 0 -- \
+  "${app[@]}" --iters "$iters" --times "$work/control-times" >control.out 2>control.err
 python3 - "$work" <<'EOF'
 import glob, json, re, statistics, sys
 work = sys.argv[1]
-slowest = {}
-for path in glob.glob(f"{work}/times/times-*.txt"):
-    for line in open(path):
-        _, it, secs = line.split()
-        it, secs = int(it), float(secs)
-        slowest[it] = max(slowest.get(it, 0.0), secs)
+def slowest_of(folder):
+    """The slowest process's time of each iteration, from the times files in folder."""
+    slowest = {}
+    for path in glob.glob(f"{work}/{folder}/times-*.txt"):
+        for line in open(path):
+            _, it, secs = line.split()
+            it, secs = int(it), float(secs)
+            slowest[it] = max(slowest.get(it, 0.0), secs)
+    return slowest
+slowest = slowest_of("times")
+control = slowest_of("control-times")
 records = [json.loads(l) for l in open(f"{work}/run/reconfigurations.jsonl") if l.strip()]
 moved = [r for r in records if r["outcome"] == "migrated"]
 live = open(f"{work}/live.out").read().strip()
@@ -126,6 +140,14 @@ print(f"longest iteration: {slowest[worst_it]*1e3:.1f} ms at iteration {worst_it
 print(f"median iteration before: {statistics.median(before)*1e3:.4f} ms ({len(before)} iterations), "
       f"after: {statistics.median(after)*1e3:.4f} ms ({len(after)} iterations), "
       f"ratio {statistics.median(after)/statistics.median(before):.2f}")
+# The control: as many iterations under rankmig run without an edit, split at the same
+# iterations; its ratio is what this machine's noise alone gives.
+c_before = [s for i, s in control.items() if i < first_plan - 10]
+c_after = [s for i, s in control.items() if i > at + 10]
+c_ratio = statistics.median(c_after) / statistics.median(c_before) if c_before and c_after else float("nan")
+print(f"control (no edit, same iterations): median before {statistics.median(c_before)*1e3:.4f} ms, "
+      f"after {statistics.median(c_after)*1e3:.4f} ms, ratio {c_ratio:.2f}, "
+      f"longest {max(control.values())*1e3:.1f} ms")
 top = sorted(slowest.items(), key=lambda kv: -kv[1])[:5]
 print("five longest:", ", ".join(f"{i}: {s*1e3:.1f} ms" for i, s in top))
 p = moved[0]["phases"]
@@ -133,5 +155,6 @@ print(f"summary: longest {slowest[worst_it]*1e3:.1f} ms, median before {statisti
       f"after {statistics.median(after)*1e3:.3f} ms, pause {p.get('pause', 0)*1e3:.1f} ms, "
       f"background {p.get('background', 0)*1e3:.0f} ms, spawn/join {p['spawn']*1e3:.1f} ms, "
       f"transfer {p['transfer']*1e3:.1f} ms, rebuild {p['rebuild']*1e3:.1f} ms, "
-      f"checksum {'equal' if same else 'DIFFERENT'}")
+      f"checksum {'equal' if same else 'DIFFERENT'}, ratio {statistics.median(after)/statistics.median(before):.2f} "
+      f"(control {c_ratio:.2f})")
 EOF

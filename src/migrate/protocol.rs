@@ -743,6 +743,31 @@ fn receive_parts(
     Ok(buffer)
 }
 
+/// The largest of every rank's `value` over `comm` (`MPI_Iallreduce`), waited for
+/// sleeping [`EXCHANGE_POLL`] between looks: the ranks that have nothing to do while
+/// others work (the leaving ranks serialise their state) leave them the CPUs of an
+/// oversubscribed node. Collective.
+pub fn largest_without_spinning(comm: &SimpleCommunicator, value: u64) -> u64 {
+    let mut largest = 0u64;
+    // SAFETY: reading a predefined handle.
+    let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // SAFETY: one u64 in each buffer, both alive until the request is complete (it is
+    // waited for below); a valid communicator and out-parameter.
+    unsafe {
+        ffi::MPI_Iallreduce(
+            (&value as *const u64).cast(),
+            (&mut largest as *mut u64).cast(),
+            1,
+            ffi::RSMPI_UINT64_T,
+            ffi::RSMPI_MAX,
+            comm.as_raw(),
+            &mut request,
+        )
+    };
+    wait_sleeping(request, EXCHANGE_POLL);
+    largest
+}
+
 /// A barrier over `comm` (`MPI_Ibarrier`) waited for sleeping [`BRIDGE_POLL`] between
 /// looks: processes that wait for others to start take no CPU meanwhile.
 pub fn barrier_without_spinning(comm: &SimpleCommunicator) {

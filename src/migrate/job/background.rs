@@ -286,6 +286,9 @@ impl Job {
                 return Ok(());
             }
         };
+        // Serialised before the join, while the new processes sleep and the ranks that
+        // stay wait without spinning.
+        let leaving = self.serialise_leaving_state(state, &pending.plan)?;
         let inter = protocol::join_background_spawn(&self.comm, bridge, pending.plan.moves.len())?;
         crate::migrate::timeline::step("old: joined the new processes");
         let so_far = Held {
@@ -297,7 +300,7 @@ impl Job {
             scheduling: pending.scheduling,
             planned_iteration: Some(pending.planned_iteration),
         };
-        self.complete_migration(state, &pending.plan, &pending.change, inter, so_far)
+        self.complete_migration(leaving, &pending.plan, &pending.change, inter, so_far)
     }
 
     /// Every rank's buffer being ready: saves the checkpoint a relaunch would start

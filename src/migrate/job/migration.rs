@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use mpi::topology::InterCommunicator;
-use mpi::traits::{Communicator, CommunicatorCollectives};
+use mpi::traits::Communicator;
 use serde::{Deserialize, Serialize};
 
 use crate::availability::Availability;
@@ -68,6 +68,15 @@ pub(super) struct Held {
     pub(super) scheduling: f64,
     /// For a spawn run in the background: the iteration the migration was planned at.
     pub(super) planned_iteration: Option<u64>,
+}
+
+/// A leaving rank's state message ([`Job::serialise_leaving_state`]), and the largest
+/// over the job for the record.
+pub(super) struct LeavingState<'a> {
+    /// This rank's message; `None` on a rank that stays.
+    message: Option<StateMessage<'a>>,
+    /// The largest message of the leaving ranks, in bytes.
+    largest: usize,
 }
 
 /// The parts of a [`CheckpointConfig`] a new process needs.
@@ -188,31 +197,21 @@ impl Job {
             scheduling,
             planned_iteration: None,
         };
-        self.complete_migration(state, plan, change, inter, so_far)
+        let leaving = self.serialise_leaving_state(state, plan)?;
+        self.complete_migration(leaving, plan, change, inter, so_far)
     }
 
-    /// The held part of every migration, once the new processes are reachable through
-    /// `inter` (old ranks local): hand each its rank's state, rebuild the communicator,
-    /// record, and leave or go on. Collective.
-    pub(super) fn complete_migration<T: Serialize>(
+    /// Each leaving rank's state message, made at the checkpoint call that holds the
+    /// ranks for a migration, before the exchange; the ranks that stay wait for the
+    /// largest message's size (the record's) without spinning, so that the leaving
+    /// ranks serialise with the CPUs to themselves. Collective.
+    pub(super) fn serialise_leaving_state<'a, T: Serialize>(
         &mut self,
-        state: &T,
+        state: &'a T,
         plan: &Plan,
-        change: &str,
-        inter: InterCommunicator,
-        so_far: Held,
-    ) -> Result<(), MigrateError> {
-        let Held {
-            mut phases,
-            since: held,
-            scheduling,
-            planned_iteration,
-        } = so_far;
-        let spawned_before = phases.spawn;
-        let moves = spawn_order(plan, &self.settings.hosts);
+    ) -> Result<LeavingState<'a>, MigrateError> {
         let rank = self.comm.rank() as usize;
-        let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
-        let leaving = leavers.contains(&rank);
+        let leaving = plan.moves.iter().any(|m| m.rank == rank);
         let message = if leaving {
             // The replaced rank's counters, then its state: one pass, one copy (none
             // of a C program's largest region, sent from its memory). Into the
@@ -230,19 +229,43 @@ impl Job {
         } else {
             None
         };
+        let length = message.as_ref().map_or(0, StateMessage::len) as u64;
+        let largest = protocol::largest_without_spinning(&self.comm, length) as usize;
+        crate::migrate::timeline::step("old: every leaving state serialised");
+        Ok(LeavingState { message, largest })
+    }
+
+    /// The held part of every migration, once the new processes are reachable through
+    /// `inter` (old ranks local) and the leaving ranks' state is serialised
+    /// ([`Job::serialise_leaving_state`]): hand each its rank's state, rebuild the
+    /// communicator, record, and leave or go on. Collective.
+    pub(super) fn complete_migration(
+        &mut self,
+        leaving: LeavingState<'_>,
+        plan: &Plan,
+        change: &str,
+        inter: InterCommunicator,
+        so_far: Held,
+    ) -> Result<(), MigrateError> {
+        let Held {
+            mut phases,
+            since: held,
+            scheduling,
+            planned_iteration,
+        } = so_far;
+        let spawned_before = phases.spawn;
+        let moves = spawn_order(plan, &self.settings.hosts);
+        let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
         let history = self.history_after(plan);
         let assignments = if self.is_root() {
             self.assignments(&moves, plan, &history)?
         } else {
             Vec::new()
         };
-        let mut largest_state = 0u64;
-        self.comm.all_reduce_into(
-            &(message.as_ref().map_or(0, StateMessage::len) as u64),
-            &mut largest_state,
-            mpi::collective::SystemOperation::max(),
-        );
-        let largest_state = largest_state as usize;
+        let LeavingState {
+            message,
+            largest: largest_state,
+        } = leaving;
         let exchange_start = Instant::now();
         let outcome = protocol::old_ranks_exchange(
             &self.comm,
