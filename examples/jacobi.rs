@@ -38,10 +38,13 @@ use rankmig::checkpoint::CheckpointConfig;
 use rankmig::migrate::Job;
 use serde::{Deserialize, Serialize};
 
-/// The state saved at each checkpoint: the iteration counter and this rank's rows.
+/// The state saved at each checkpoint: the iteration counter and this rank's rows (as
+/// one block of bytes: one copy into a checkpoint or a migration's state message, not
+/// serde's number by number).
 #[derive(Serialize, Deserialize)]
 struct State {
     iter: u64,
+    #[serde(with = "rankmig::checkpoint::bulk")]
     rows: Vec<f64>,
 }
 

@@ -81,6 +81,7 @@
 //! against another user racing in a shared directory, which is why such a
 //! directory is refused by default.
 
+pub mod bulk;
 pub mod collective;
 pub mod config;
 pub mod context;
