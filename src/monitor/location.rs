@@ -16,6 +16,7 @@
 //! over the real ones when there are more logical than real cores.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use hwlocality::Topology;
 use hwlocality::cpu::binding::CpuBindingFlags;
@@ -198,7 +199,7 @@ pub fn real_core(
 /// ```
 pub fn bind_to(logical: LogicalCore) -> Result<usize, MonitorError> {
     let error = |core: usize, why: String| MonitorError::Bind { core, why };
-    let topology = Topology::new().map_err(|e| error(0, e.to_string()))?;
+    let topology = machine_topology().map_err(|why| error(0, why))?;
     let mut targets: Vec<_> = topology.objects_with_type(ObjectType::Core).collect();
     if targets.is_empty() {
         targets = topology.objects_with_type(ObjectType::PU).collect();
@@ -214,6 +215,16 @@ pub fn bind_to(logical: LogicalCore) -> Result<usize, MonitorError> {
         .bind_cpu(cpuset, CpuBindingFlags::PROCESS)
         .map_err(|e| error(real, e.to_string()))?;
     Ok(real)
+}
+
+/// This machine's hardware tree, discovered once per process: a discovery takes
+/// milliseconds, and a rank binds again after each migration.
+fn machine_topology() -> Result<&'static Topology, String> {
+    static TOPOLOGY: OnceLock<Result<Topology, String>> = OnceLock::new();
+    TOPOLOGY
+        .get_or_init(|| Topology::new().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// Binds this process to the real core of a logical core (see [`bind_to`]).

@@ -959,3 +959,67 @@ fn c_program_in_the_background() -> Result<(), Hung> {
     assert_eq!(written, RANKS, "iteration time files");
     Ok(())
 }
+
+#[test]
+fn ranks_that_fit_the_machine_run_on_distinct_cores_after_a_migration() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let _lock = mpi_lock();
+    retry_on_hang(distinct_cores_after_a_migration);
+}
+
+/// The CPUs process `pid` may run on, read from outside it.
+fn allowed_cpus(pid: u32) -> Option<String> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_owned())
+}
+
+fn distinct_cores_after_a_migration() -> Result<(), Hung> {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 2 ranks on 2 logical nodes of one core each: the job fits this machine, so each
+    // rank is bound to a core of its own.
+    set_availability(d, "n1 1\nn2 1\n");
+    let mut cmd = rankmig();
+    cmd.current_dir(d)
+        .args(["run", "-n", "2", "--availability", "av", "--run-dir", "run"])
+        .args(["--check-every", "20", "--settle", "0", "--"])
+        .arg(jacobi())
+        .args(stoppable(d))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let job = Job(Some(cmd.spawn().expect("rankmig run starts")));
+    wait_for("the first availability check", || first_check_done(d))?;
+    // n1 leaves, n3 comes: n2 is now the first node of the availability, n3 the second.
+    set_availability(d, "n2 1\nn3 1\n");
+    wait_for("the migration", || !records(d).is_empty())?;
+    let live = || -> Vec<u32> {
+        let mut pids: Vec<u32> = processes(d)
+            .iter()
+            .filter(|p| p.3 == "start" || p.3 == "arrived")
+            .map(|p| p.1)
+            .filter(|&pid| alive(pid))
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    };
+    wait_for("the two processes of the job after the migration", || {
+        live().len() == 2
+    })?;
+    let cpus: Vec<Option<String>> = live().into_iter().map(allowed_cpus).collect();
+    let out = stop_and_finish(job, d)?;
+    let recs = records(d);
+    assert_eq!(recs[0].outcome, "migrated", "{recs:?}");
+    assert!(cpus.iter().all(Option::is_some), "{cpus:?}");
+    assert_ne!(cpus[0], cpus[1], "the two ranks share their CPUs: {cpus:?}");
+    let unused = std::env::temp_dir().join("rankmig-unused-ckpt");
+    let env = [("RANKMIG_CKPT_DIR".to_owned(), unused.display().to_string())];
+    support::assert_same_as_plain_run(&out, 2, jacobi(), &["--size", "256"], &env);
+    Ok(())
+}

@@ -315,6 +315,8 @@ impl Job {
                     .set_duplicate_in_progress(duplicate);
                 monitor::set_job_communicator(&self.comm, None);
                 monitor::mark_reconfiguration();
+                // By the new availability, as the arrivals bind.
+                self.bind();
                 crate::migrate::timeline::step("old: back to the application");
                 Ok(())
             }

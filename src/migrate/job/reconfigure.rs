@@ -92,6 +92,8 @@ impl Job {
         };
         if plan.moves.is_empty() {
             self.placement = Some(plan.placement.clone());
+            // The nodes' places in the availability may have changed.
+            self.bind();
             self.record(Outcome::of_plan("no moves", &change, &plan, scheduling));
             return Ok(());
         }
