@@ -256,7 +256,8 @@ fn report_start(job: &Job, state: &State, args: &Args, ranks: usize) {
     for note in ctx.notes() {
         say(&format!("jacobi: rank {}: {note}", ctx.rank()));
     }
-    if ctx.rank() != 0 {
+    // Once per job: a process that replaced rank 0 in a migration says nothing here.
+    if ctx.rank() != 0 || job.is_replacement() {
         return;
     }
     eprintln!(

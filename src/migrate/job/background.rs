@@ -13,19 +13,24 @@
 //! before that checkpoint, and no rank waits for the write.
 //!
 //! The helper tells each new process the size of the state it will receive; each
-//! makes a buffer that size ready and answers, and only then is the spawn complete. A
-//! leaving rank serialises its state into its checkpoint buffer (mapped already).
+//! makes a buffer that size ready and answers, and only then is the spawn complete.
 //!
 //! Checks come about every [`PENDING_CHECK_INTERVAL`] meanwhile; each asks whether
 //! the checkpoint, then the spawn, is complete ([`Job::advance_background_migration`]).
-//! Once the spawn is, the ranks are held only to join the new processes, hand over the
-//! state and rebuild the communicator. Edits of the availability file made meanwhile
-//! are acted on after the migration, against the placement it makes.
+//! Once the spawn is, the ranks are held only to serialise the leaving ranks' state,
+//! join the new processes, hand the state over and rebuild the communicator. A leaving
+//! rank serialises its state into its checkpoint buffer (mapped already) first, while
+//! the new processes sleep and the ranks that stay wait for it without spinning, so
+//! that on an oversubscribed node the leaving ranks have the CPUs. Edits of the
+//! availability file made meanwhile are acted on after the migration, against the
+//! placement it makes.
 //!
-//! With MPICH under `rankmig run`, the helper does not spawn: it asks `rankmig run` to
-//! start the replacements with a launch of their own and accepts them once they wait
-//! in `MPI_Comm_connect` ([`crate::migrate::launch_request`]), because MPICH's spawn
-//! holds the application's MPI calls until its children have started.
+//! Where the launcher can start replacements with a launch of their own (MPICH's:
+//! [`crate::launcher::Capabilities::launch_replacements`]) and `rankmig run` is there to do it, the helper
+//! does not spawn: it asks `rankmig run` for that launch and accepts the replacements
+//! once they wait in `MPI_Comm_connect` ([`crate::migrate::launch_request`]), because
+//! such an MPI's spawn holds the application's MPI calls until its children have
+//! started.
 
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
