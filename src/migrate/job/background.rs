@@ -26,11 +26,11 @@
 //! placement it makes.
 //!
 //! Where the launcher can start replacements with a launch of their own (MPICH's:
-//! [`crate::launcher::Capabilities::launch_replacements`]) and `rankmig run` is there to do it, the helper
-//! does not spawn: it asks `rankmig run` for that launch and accepts the replacements
-//! once they wait in `MPI_Comm_connect` ([`crate::migrate::launch_request`]), because
-//! such an MPI's spawn holds the application's MPI calls until its children have
-//! started.
+//! [`crate::launcher::Capabilities::launch_replacements`]) and `rankmig run` is there
+//! to do it, the helper does not spawn: it asks `rankmig run` for that launch and
+//! accepts the replacements once they wait in `MPI_Comm_connect`
+//! ([`crate::migrate::launch_request`]), because such an MPI's spawn holds the
+//! application's MPI calls until its children have started.
 
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
