@@ -242,11 +242,25 @@ pub fn bind_logical_core(
 
 /// The CPUs this process may run on, as Linux lists them (`Cpus_allowed_list`).
 pub fn allowed_cpus() -> Option<String> {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                .map(|v| v.trim().to_owned())
-        })
+    cpus_allowed_in("/proc/self/status")
+}
+
+/// The CPUs process `pid` may run on, read from outside it (`Cpus_allowed_list` of
+/// `/proc/PID/status`); `None` when there is no such process.
+///
+/// ```
+/// use rankmig::monitor::location::{allowed_cpus, allowed_cpus_of};
+/// assert_eq!(allowed_cpus_of(std::process::id()), allowed_cpus());
+/// ```
+pub fn allowed_cpus_of(pid: u32) -> Option<String> {
+    cpus_allowed_in(&format!("/proc/{pid}/status"))
+}
+
+/// The `Cpus_allowed_list` line of the status file at `path`.
+fn cpus_allowed_in(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|v| v.trim().to_owned())
+    })
 }

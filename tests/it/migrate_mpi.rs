@@ -970,15 +970,6 @@ fn ranks_that_fit_the_machine_run_on_distinct_cores_after_a_migration() {
     retry_on_hang(distinct_cores_after_a_migration);
 }
 
-/// The CPUs process `pid` may run on, read from outside it.
-fn allowed_cpus(pid: u32) -> Option<String> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .map(|v| v.trim().to_owned())
-}
-
 fn distinct_cores_after_a_migration() -> Result<(), Hung> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -1012,7 +1003,11 @@ fn distinct_cores_after_a_migration() -> Result<(), Hung> {
     wait_for("the two processes of the job after the migration", || {
         live().len() == 2
     })?;
-    let cpus: Vec<Option<String>> = live().into_iter().map(allowed_cpus).collect();
+    // Read from outside the processes.
+    let cpus: Vec<Option<String>> = live()
+        .into_iter()
+        .map(rankmig::monitor::location::allowed_cpus_of)
+        .collect();
     let out = stop_and_finish(job, d)?;
     let recs = records(d);
     assert_eq!(recs[0].outcome, "migrated", "{recs:?}");
