@@ -371,9 +371,10 @@ impl Job {
     {
         if let Some((bytes, offset)) = self.arrived_state.take() {
             let state = bytes.as_slice().get(offset..).unwrap_or_default();
-            let state = bincode::deserialize(state).map_err(|e| MigrateError::State(e.to_string()));
+            let state =
+                bincode::deserialize(state).map_err(|e| MigrateError::State(e.to_string()))?;
             crate::migrate::timeline::step("new: state deserialised");
-            return state;
+            return Ok(state);
         }
         let state = self.ckpt.restore_or(fresh)?;
         self.calls = self.ckpt.calls();
