@@ -272,10 +272,10 @@ fn whole_pages_moved(source: usize, dest: usize, len: usize, page: usize) -> Opt
 
 /// Maps the whole pages of `len` bytes at `data` (1 MiB or more) for writing in one
 /// call (`MADV_POPULATE_WRITE`, Linux 5.14) before they are copied into: a region the
-/// application has just allocated (an arrival's, or one restored) is then not filled one
-/// page fault at a time (256 MB here: 82 ms to populate and 25 ms to copy, against 142 ms copying
-/// into fresh memory). Where the call is not supported the copy faults the pages in
-/// as before.
+/// application has just allocated (an arrival's, or one restored) is then not filled
+/// one page fault at a time (256 MB here: 82 ms to populate and 25 ms to copy, against
+/// 142 ms copying into fresh memory). Where the call is not supported the copy faults
+/// the pages in as before.
 ///
 /// ```
 /// let mut fresh: Vec<u8> = Vec::with_capacity(2 << 20);

@@ -25,12 +25,13 @@
 //! availability file made meanwhile are acted on after the migration, against the
 //! placement it makes.
 //!
-//! Where the launcher can start replacements with a launch of their own (MPICH's:
-//! [`crate::launcher::Capabilities::launch_replacements`]) and `rankmig run` is there
+//! Where the launcher can start replacements with a launch of their own
+//! ([`crate::launcher::Capabilities::launch_replacements`]) and `rankmig run` is there
 //! to do it, the helper does not spawn: it asks `rankmig run` for that launch and
 //! accepts the replacements once they wait in `MPI_Comm_connect`
 //! ([`crate::migrate::launch_request`]), because such an MPI's spawn holds the
-//! application's MPI calls until its children have started.
+//! application's MPI calls until its children have started (which MPI: the launcher's
+//! file and docs/mpi-implementations.md).
 
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
