@@ -1018,3 +1018,86 @@ fn distinct_cores_after_a_migration() -> Result<(), Hung> {
     support::assert_same_as_plain_run(&out, 2, jacobi(), &["--size", "256"], &env);
     Ok(())
 }
+
+#[test]
+fn a_leaving_rank_that_cannot_serialise_its_state_calls_the_migration_off_and_every_rank_stays() {
+    let _lock = mpi_lock();
+    // The spawn in the background (MPI_THREAD_MULTIPLE), then held.
+    retry_on_hang(|| unserialisable_leaving_state(&[]));
+    retry_on_hang(|| unserialisable_leaving_state(&[("RANKMIG_BLOCKING_SPAWN", "1")]));
+}
+
+/// 4 ranks, n1 n2 -> n2 n3: ranks 0 and 1 would leave n1, and rank 1's state fails to
+/// serialise (`examples/unserialisable_state.rs`). `--spawn-timeout 0` writes no
+/// checkpoint before the migration, so the first serialisation of that state is the
+/// leaving one.
+fn unserialisable_leaving_state(env: &[(&str, &str)]) -> Result<(), Hung> {
+    let program = support::example("unserialisable_state");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    set_availability(d, "n1 2\nn2 2\n");
+    let args = ["--unserialisable-rank", "1", "--iters", "100000000"];
+    let mut cmd = rankmig();
+    cmd.current_dir(d)
+        .args(["run", "-n", "4", "--availability", "av", "--run-dir", "run"])
+        .args([
+            "--check-every",
+            "20",
+            "--settle",
+            "0",
+            "--spawn-timeout",
+            "0",
+        ])
+        .arg("--")
+        .arg(&program)
+        .args(args)
+        .arg("--stop-file")
+        .arg(d.join("stop"))
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let job = Job(Some(cmd.spawn().expect("rankmig run starts")));
+    wait_for("the first availability check", || first_check_done(d))?;
+    set_availability(d, "n2 2\nn3 2\n");
+    wait_for("the called-off migration", || !records(d).is_empty())?;
+    // The job computes on after it.
+    let iterations = || fs::metadata(d.join("run/iterations/rank-0.csv")).map_or(0, |m| m.len());
+    let at_the_record = iterations();
+    wait_for("iterations after the called-off migration", || {
+        iterations() > at_the_record
+    })?;
+    let out = stop_and_finish(job, d)?;
+    let recs = records(d);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0].outcome, "state not serialised", "{recs:?}");
+    assert!(
+        recs[0].detail.as_deref().unwrap_or("").contains("rank 1"),
+        "{recs:?}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("rank 1: its state could not be serialised for the migration"),
+        "{stderr}"
+    );
+    let procs = processes(d);
+    assert!(
+        procs.iter().all(|p| p.3 != "left"),
+        "a rank left: {procs:?}"
+    );
+    let finished: Vec<(usize, &str)> = procs
+        .iter()
+        .filter(|p| p.3 == "finish")
+        .map(|p| (p.0, p.2.as_str()))
+        .collect();
+    assert_eq!(finished.len(), 4, "{procs:?}");
+    assert!(
+        finished
+            .iter()
+            .any(|&(rank, node)| rank == 1 && node == "n1"),
+        "rank 1 finished off n1: {procs:?}"
+    );
+    let unused = std::env::temp_dir().join("rankmig-unused-ckpt");
+    let plain_env = [("RANKMIG_CKPT_DIR".to_owned(), unused.display().to_string())];
+    support::assert_same_as_plain_run(&out, 4, &program, &args[..2], &plain_env);
+    Ok(())
+}

@@ -294,7 +294,17 @@ impl Job {
         };
         // Serialised before the join, while the new processes sleep and the ranks that
         // stay wait without spinning.
-        let leaving = self.serialise_leaving_state(state, &pending.plan)?;
+        let leaving = match self.serialise_leaving_state(state, &pending.plan) {
+            Ok(leaving) => leaving,
+            Err(failed) => {
+                if let Some(bridge) = bridge {
+                    protocol::dismiss_background_spawn(bridge, pending.plan.moves.len());
+                }
+                let (plan, scheduling) = (&pending.plan, pending.scheduling);
+                self.record_unserialised_state(&failed, plan, scheduling, &pending.change);
+                return Ok(());
+            }
+        };
         let inter = protocol::join_background_spawn(&self.comm, bridge, pending.plan.moves.len())?;
         crate::migrate::timeline::step("old: joined the new processes");
         let so_far = Held {

@@ -70,6 +70,35 @@ pub(super) struct Held {
     pub(super) planned_iteration: Option<u64>,
 }
 
+/// The outcome recorded for a migration called off because a leaving rank's state
+/// could not be serialised.
+pub(super) const UNSERIALISED_OUTCOME: &str = "state not serialised";
+
+/// A leaving rank whose state could not be serialised for a migration, as every rank
+/// learns it: the lowest such rank (its own log says why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the state of rank {rank} (leaving) could not be serialised, see that rank's error")]
+pub(super) struct UnserialisedState {
+    rank: usize,
+}
+
+impl UnserialisedState {
+    /// What rank `rank` contributes to the all-reduce of state sizes when it failed:
+    /// above any real size, higher for lower ranks.
+    fn marker(rank: usize) -> u64 {
+        u64::MAX - rank as u64
+    }
+
+    /// The failed rank the all-reduced `largest` names, if it is a marker of one of
+    /// `ranks` ranks.
+    fn from_marker(largest: u64, ranks: usize) -> Option<Self> {
+        let below_max = u64::MAX - largest;
+        (below_max < ranks as u64).then_some(Self {
+            rank: below_max as usize,
+        })
+    }
+}
+
 /// A leaving rank's state message ([`Job::serialise_leaving_state`]), and the largest
 /// over the job for the record.
 pub(super) struct LeavingState<'a> {
@@ -165,6 +194,16 @@ impl Job {
             self.refuse_without_checkpoint(&e, plan, scheduling, change, before);
             return Ok(());
         }
+        // Serialised before the spawn: a leaving rank that cannot serialise calls the
+        // migration off before any process is started.
+        let leaving = match self.serialise_leaving_state(state, plan) {
+            Ok(leaving) => leaving,
+            Err(failed) => {
+                self.charge(scheduling, held.elapsed().as_secs_f64());
+                self.record_unserialised_state(&failed, plan, scheduling, change);
+                return Ok(());
+            }
+        };
         let spawn_start = Instant::now();
         let program = spawn_program(&self.settings)?;
         let args: Vec<String> = std::env::args().skip(1).collect();
@@ -197,22 +236,25 @@ impl Job {
             scheduling,
             planned_iteration: None,
         };
-        let leaving = self.serialise_leaving_state(state, plan)?;
         self.complete_migration(leaving, plan, change, inter, so_far)
     }
 
     /// Each leaving rank's state message, made at the checkpoint call that holds the
     /// ranks for a migration, before the exchange; the ranks that stay wait for the
     /// largest message's size (the record's) without spinning, so that the leaving
-    /// ranks serialise with the CPUs to themselves. Collective.
+    /// ranks serialise with the CPUs to themselves. A leaving rank that cannot
+    /// serialise its state still takes part: every rank then returns the same
+    /// [`UnserialisedState`], and the caller calls the migration off. Collective.
     pub(super) fn serialise_leaving_state<'a, T: Serialize>(
         &mut self,
         state: &'a T,
         plan: &Plan,
-    ) -> Result<LeavingState<'a>, MigrateError> {
+    ) -> Result<LeavingState<'a>, UnserialisedState> {
         let rank = self.comm.rank() as usize;
         let leaving = plan.moves.iter().any(|m| m.rank == rank);
-        let message = if leaving {
+        let mut message = None;
+        let mut length = 0u64;
+        if leaving {
             // The replaced rank's counters, then its state: one pass, one copy (none
             // of a C program's largest region, sent from its memory). Into the
             // checkpoint buffer, whose memory a save has mapped already.
@@ -221,18 +263,50 @@ impl Job {
             // SAFETY: the largest region was placed by the C interface, whose regions
             // stay valid and unchanged while the program is inside rankmig_checkpoint,
             // which this migration is part of.
-            let message =
-                unsafe { StateMessage::serialise(buffer, &row, state, self.largest_region) }
-                    .map_err(|e| MigrateError::State(e.to_string()))?;
-            crate::migrate::timeline::step("old: state serialised");
-            Some(message)
-        } else {
-            None
-        };
-        let length = message.as_ref().map_or(0, StateMessage::len) as u64;
-        let largest = protocol::largest_without_spinning(&self.comm, length) as usize;
+            match unsafe { StateMessage::serialise(buffer, &row, state, self.largest_region) } {
+                Ok(m) => {
+                    crate::migrate::timeline::step("old: state serialised");
+                    length = m.len() as u64;
+                    message = Some(m);
+                }
+                Err(e) => {
+                    log::error!(
+                        "rank {rank}: its state could not be serialised for the migration: {e}"
+                    );
+                    length = UnserialisedState::marker(rank);
+                }
+            }
+        }
+        // Every rank learns the largest size, or the lowest rank that failed.
+        let largest = protocol::largest_without_spinning(&self.comm, length);
         crate::migrate::timeline::step("old: every leaving state serialised");
-        Ok(LeavingState { message, largest })
+        if let Some(failed) = UnserialisedState::from_marker(largest, self.comm.size() as usize) {
+            return Err(failed);
+        }
+        Ok(LeavingState {
+            message,
+            largest: largest as usize,
+        })
+    }
+
+    /// A migration called off because a leaving rank's state could not be serialised
+    /// (every rank learnt it from [`Job::serialise_leaving_state`]): recorded, every
+    /// rank stays where it is. Collective.
+    pub(super) fn record_unserialised_state(
+        &mut self,
+        failed: &UnserialisedState,
+        plan: &Plan,
+        scheduling: f64,
+        change: &str,
+    ) {
+        let detail = failed.to_string();
+        if self.is_root() {
+            log::warn!("migration abandoned, every rank stays: {detail}");
+        }
+        self.record(Outcome {
+            detail: Some(detail),
+            ..Outcome::of_plan(UNSERIALISED_OUTCOME, change, plan, scheduling)
+        });
     }
 
     /// The held part of every migration, once the new processes are reachable through
@@ -516,4 +590,28 @@ fn spawn_groups(
         g.info = launcher.spawn_info(g.host.as_deref(), g.count);
     }
     groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UnserialisedState;
+
+    #[test]
+    fn a_failed_ranks_marker_wins_the_maximum_and_names_the_lowest_failed_rank() {
+        let sizes = [8 << 20, 0, 256 << 20, 0];
+        let with_failures = [
+            sizes[0],
+            UnserialisedState::marker(3),
+            sizes[2],
+            UnserialisedState::marker(1),
+        ];
+        let largest = with_failures.into_iter().max().unwrap_or_default();
+        assert_eq!(
+            UnserialisedState::from_marker(largest, 4),
+            Some(UnserialisedState { rank: 1 })
+        );
+        let largest = sizes.into_iter().max().unwrap_or_default();
+        assert_eq!(UnserialisedState::from_marker(largest, 4), None);
+        assert_eq!(UnserialisedState::from_marker(0, 4), None);
+    }
 }
