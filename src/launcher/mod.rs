@@ -216,7 +216,10 @@ pub struct Capabilities {
     /// of `rankmig run` and joined with `MPI_Comm_accept`/`MPI_Comm_connect`
     /// ([`crate::migrate::launch_request`]), which holds the application for less than
     /// a spawn does. Tried with MPICH 5.0.2, whose spawn holds every MPI call of the
-    /// application until the children start; not tried with Open MPI.
+    /// application until the children start. Tried with Open MPI 4.1.8 and
+    /// `ompi-server`: the application was held less, but its `pml ucx` reaches
+    /// processes of another launch only over the network (TCP), and the job ran 1.65×
+    /// slower after the migration (docs/limits.md), so not offered there.
     pub launch_replacements: bool,
 }
 
