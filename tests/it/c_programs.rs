@@ -6,7 +6,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -185,16 +185,19 @@ fn killed_and_restarted(twin: Twin) {
     fs::create_dir(&reference_dir).expect("reference dir");
     let reference = checksum(&run_to_end(jacobi(), 4, &args, &reference_dir));
     let every: &Path = Path::new("500");
-    let mut first = mpirun(
-        twin.program(),
-        4,
-        &args,
-        &[("RANKMIG_CKPT_DIR", &ckpt), ("RANKMIG_CKPT_EVERY", every)],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("mpirun");
+    // Killed with everything below it if the test fails while it runs.
+    let mut first = Job(Some(
+        mpirun(
+            twin.program(),
+            4,
+            &args,
+            &[("RANKMIG_CKPT_DIR", &ckpt), ("RANKMIG_CKPT_EVERY", every)],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun"),
+    ));
     let start = Instant::now();
     while !has_committed_epoch(&ckpt) {
         assert!(
@@ -203,12 +206,17 @@ fn killed_and_restarted(twin: Twin) {
             ckpt.display()
         );
         assert!(
-            first.try_wait().unwrap().is_none(),
+            first
+                .0
+                .as_mut()
+                .is_some_and(|c| c.try_wait().unwrap().is_none()),
             "{twin:?} ended too early"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    support::job::kill_tree(&mut first);
+    if let Some(mut child) = first.0.take() {
+        support::job::kill_tree(&mut child);
+    }
     let restart: &Path = Path::new("1");
     let out = mpirun(
         twin.program(),
@@ -307,6 +315,8 @@ fn migrates_across_hosts(twin: Twin) {
         .spawn()
         .expect("rankmig run");
     let root = child.id();
+    // Killed with everything below it if the test fails before its end.
+    let job = Job(Some(child));
     let run = d.join("run");
     wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
@@ -334,7 +344,7 @@ fn migrates_across_hosts(twin: Twin) {
         per_host(&live_hosts(root, twin.program())) == [("h3".into(), 2), ("h4".into(), 2)].into()
     });
     fs::write(&stop, "").expect("stop file");
-    let out = child.wait_with_output().expect("rankmig run ends");
+    let out = job.finish().expect("rankmig run ends");
     // Rank 0 arrived by the one migration: its communicator is of generation 1 (the C
     // twin's Cartesian communicator was rebuilt by rankmig_on_comm at its arrival). A
     // relaunched rank 0 started with the launch: generation 0.
@@ -431,6 +441,7 @@ fn a_stalled_naive_port_is_launched_again_by_the_stall_watch() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("rankmig run");
+    let job = Job(Some(child));
     let run = d.join("run");
     wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
@@ -453,7 +464,7 @@ fn a_stalled_naive_port_is_launched_again_by_the_stall_watch() {
         size() > after_stall
     });
     fs::write(&stop, "").expect("stop file");
-    let out = child.wait_with_output().expect("rankmig run ends");
+    let out = job.finish().expect("rankmig run ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("made no progress"), "{stderr}");
     assert_same_as_rust_plain_run(&out, d);
@@ -467,7 +478,7 @@ fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let stop = d.join("stop");
-    let child = start_c_twin_on_logical_nodes(d, &stop, "128", ("RANKMIG_CKPT_EVERY", "5000"));
+    let job = start_c_twin_on_logical_nodes(d, &stop, "128", ("RANKMIG_CKPT_EVERY", "5000"));
     let run = d.join("run");
     edit(d, "n1 2\nn3 2\n");
     wait_until("the migration", JOB_WAIT, || !records(&run).is_empty());
@@ -483,7 +494,7 @@ fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
         size() > after + 1000
     });
     fs::write(&stop, "").expect("stop file");
-    let out = child.wait_with_output().expect("rankmig run ends");
+    let out = job.finish().expect("rankmig run ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains(NOTHING_COUNTED),
@@ -496,7 +507,7 @@ fn the_cartesian_c_twin_migrates_live_on_logical_nodes() {
 /// nodes n1:2 n2:2 under `rankmig run` in `d` (run directory `run`, checks every 200
 /// calls, no settle time), stopped by `stop`; returns once rank 0 has recorded an
 /// iteration.
-fn start_c_twin_on_logical_nodes(d: &Path, stop: &Path, size: &str, var: (&str, &str)) -> Child {
+fn start_c_twin_on_logical_nodes(d: &Path, stop: &Path, size: &str, var: (&str, &str)) -> Job {
     edit(d, "n1 2\nn2 2\n");
     let child = rankmig()
         .current_dir(d)
@@ -510,11 +521,12 @@ fn start_c_twin_on_logical_nodes(d: &Path, stop: &Path, size: &str, var: (&str, 
         .stderr(Stdio::piped())
         .spawn()
         .expect("rankmig run");
+    let job = Job(Some(child));
     let run = d.join("run");
     wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
     });
-    child
+    job
 }
 
 /// What `rankmig run` says when the live matrix a plan was made from is all zero.
@@ -530,12 +542,7 @@ fn a_run_whose_matrix_stays_zero_is_warned_once() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let stop = d.join("stop");
-        let job = Job(Some(start_c_twin_on_logical_nodes(
-            d,
-            &stop,
-            "64",
-            ("RANKMIG_MONITOR", "off"),
-        )));
+        let job = start_c_twin_on_logical_nodes(d, &stop, "64", ("RANKMIG_MONITOR", "off"));
         let run = d.join("run");
         edit(d, "n1 2\nn3 2\n");
         wait_for("the first migration", || records(&run).len() == 1)?;
@@ -575,12 +582,13 @@ fn an_mpi_f08_program_migrates_live_on_logical_nodes() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("rankmig run");
+    let job = Job(Some(child));
     let run = d.join("run");
     wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
     });
     edit(d, "n1 2\nn3 2\n");
-    let out = child.wait_with_output().expect("rankmig run ends");
+    let out = job.finish().expect("rankmig run ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         records(&run).first().map(|r| r["outcome"].clone()),
