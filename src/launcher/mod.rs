@@ -5,7 +5,8 @@
 //! its options, how rank *i* starts on its planned host, how the environment reaches the
 //! ranks, the rsh/ssh agent setting, the network settings of an emulated cluster, how a
 //! replaced rank leaves, the spawn info keys, what the implementation can do, how its
-//! messages name a lost host, and where a rank finds its local rank.
+//! messages name a lost host and a rank that died ([`FailureClue`]), and where a rank
+//! finds its local rank.
 //!
 //! `rankmig run` picks the implementation from the launcher first on `PATH`
 //! ([`detect`]), or from `--mpi`, and tells the ranks with [`ENV_MPI`]; a rank started
@@ -20,9 +21,12 @@
 //! assert!(!launcher(MpiImplementation::OpenMpi5).capabilities().spawn_across_daemons);
 //! ```
 
+mod failure_clue;
 pub mod mpich;
 pub mod openmpi4;
 pub mod openmpi5;
+
+pub use failure_clue::FailureClue;
 
 use std::path::Path;
 use std::process::Command;
@@ -321,6 +325,16 @@ pub trait Launcher: Sync {
     /// The host of `hosts` that a line of the launcher's failure messages names as
     /// lost, if any.
     fn lost_host(&self, line: &str, hosts: &[String]) -> Option<String>;
+
+    /// What `line` of the launcher's output (standard error or output) says of a rank
+    /// that died, if anything: each implementation reads only its own messages.
+    fn failure_clue(&self, line: &str) -> Option<FailureClue>;
+
+    /// True for a line the launcher writes only because rankmig asked for it (hydra's
+    /// exit-code summary, `-print-all-exitcodes`): read for its clue, not passed on.
+    fn is_summary_line(&self, _line: &str) -> bool {
+        false
+    }
 
     /// The variable that gives a rank its rank among the ranks of its host.
     fn local_rank_variable(&self) -> &'static str;

@@ -33,8 +33,10 @@
 use std::fmt::Write as _;
 use std::process::Command;
 
+use super::failure_clue::{after, first_number, word_after};
 use super::{
-    Capabilities, Departure, JobLaunch, Launcher, MpiImplementation, host_after, host_runs,
+    Capabilities, Departure, FailureClue, JobLaunch, Launcher, MpiImplementation, host_after,
+    host_runs,
 };
 use crate::planner::Placement;
 
@@ -129,6 +131,61 @@ impl Launcher for Mpich {
             .or_else(|| host_after(line, "connect to host ", hosts))
     }
 
+    /// hydra's messages: its "BAD TERMINATION" block ("PID P RUNNING AT H", "EXIT
+    /// CODE: C", "EXIT STRING: Killed (signal S)"), on its standard output, and its
+    /// `-print-all-exitcodes` line.
+    ///
+    /// ```
+    /// use rankmig::launcher::{FailureClue, Launcher, mpich::Mpich};
+    /// assert_eq!(
+    ///     Mpich.failure_clue("=   PID 1234 RUNNING AT h2"),
+    ///     Some(FailureClue::RunningAt { pid: 1234, host: Some("h2".into()) })
+    /// );
+    /// assert_eq!(Mpich.failure_clue("=   EXIT CODE: 9"), Some(FailureClue::ExitCode(9)));
+    /// assert_eq!(
+    ///     Mpich.failure_clue("YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)"),
+    ///     Some(FailureClue::KilledBy(9))
+    /// );
+    /// assert_eq!(
+    ///     Mpich.failure_clue("[mpiexec@vm] Exit codes: [h1] 0,9 [h2] 0,768"),
+    ///     Some(FailureClue::ExitStatuses(vec![("h1".into(), vec![0, 9]), ("h2".into(), vec![0, 768])]))
+    /// );
+    /// assert_eq!(Mpich.failure_clue("  Exit code:    7"), None);
+    /// ```
+    fn failure_clue(&self, line: &str) -> Option<FailureClue> {
+        let line = line.trim_start_matches(['=', ' ', '\t']);
+        if let Some(rest) = after(line, "] Exit codes:") {
+            return Some(FailureClue::ExitStatuses(exit_statuses(rest)));
+        }
+        if let Some(rest) = after(line, "EXIT CODE:") {
+            return first_number(rest).map(FailureClue::ExitCode);
+        }
+        if let Some(rest) = after(line, "PID ") {
+            if !rest.contains("RUNNING AT") {
+                return None;
+            }
+            return Some(FailureClue::RunningAt {
+                pid: first_number(rest)?,
+                host: word_after(rest, "RUNNING AT "),
+            });
+        }
+        after(line, "EXIT STRING:")
+            .and_then(|rest| after(rest, "(signal "))
+            .and_then(first_number)
+            .map(FailureClue::KilledBy)
+    }
+
+    /// hydra's `-print-all-exitcodes` line, which `rankmig run` asks for.
+    ///
+    /// ```
+    /// use rankmig::launcher::{Launcher, mpich::Mpich};
+    /// assert!(Mpich.is_summary_line("[mpiexec@vm] Exit codes: [vm] 0,0"));
+    /// assert!(!Mpich.is_summary_line("iterations: 5"));
+    /// ```
+    fn is_summary_line(&self, line: &str) -> bool {
+        line.starts_with("[mpiexec@") && line.contains("] Exit codes:")
+    }
+
     fn local_rank_variable(&self) -> &'static str {
         "MPI_LOCALRANKID"
     }
@@ -157,4 +214,19 @@ impl Launcher for Mpich {
             launch_replacements: true,
         }
     }
+}
+
+/// "[h1] 0,9 [h2] 0,768": each host and the wait statuses of its ranks.
+fn exit_statuses(text: &str) -> Vec<(String, Vec<i32>)> {
+    text.split('[')
+        .filter_map(|group| {
+            let (host, codes) = group.split_once(']')?;
+            let codes = codes
+                .trim()
+                .split(',')
+                .map(|c| c.trim().parse().ok())
+                .collect::<Option<Vec<i32>>>()?;
+            Some((host.trim().to_owned(), codes))
+        })
+        .collect()
 }

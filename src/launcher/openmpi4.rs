@@ -42,8 +42,8 @@ use std::fmt::Write as _;
 use std::process::Command;
 
 use super::{
-    Capabilities, Departure, JobLaunch, Launcher, MpiImplementation, hosts_without_ranks,
-    open_mpi_lost_host, owned_pairs, running_as_root,
+    Capabilities, Departure, FailureClue, JobLaunch, Launcher, MpiImplementation,
+    hosts_without_ranks, open_mpi_lost_host, owned_pairs, running_as_root,
 };
 use crate::planner::Placement;
 
@@ -180,6 +180,11 @@ impl Launcher for OpenMpi4 {
 
     fn lost_host(&self, line: &str, hosts: &[String]) -> Option<String> {
         open_mpi_lost_host(line, hosts)
+    }
+
+    /// Open MPI's messages ([`super::failure_clue::open_mpi`]).
+    fn failure_clue(&self, line: &str) -> Option<FailureClue> {
+        super::failure_clue::open_mpi(line)
     }
 
     fn local_rank_variable(&self) -> &'static str {

@@ -43,8 +43,8 @@ use std::fmt::Write as _;
 use std::process::Command;
 
 use super::{
-    Capabilities, Departure, JobLaunch, Launcher, MpiImplementation, host_after, host_runs,
-    open_mpi_lost_host, owned_pairs, running_as_root,
+    Capabilities, Departure, FailureClue, JobLaunch, Launcher, MpiImplementation, host_after,
+    host_runs, open_mpi_lost_host, owned_pairs, running_as_root,
 };
 use crate::planner::Placement;
 
@@ -166,6 +166,11 @@ impl Launcher for OpenMpi5 {
     /// the host on a line of its own: `Remote host:   h2`.
     fn lost_host(&self, line: &str, hosts: &[String]) -> Option<String> {
         open_mpi_lost_host(line, hosts).or_else(|| host_after(line, "Remote host:", hosts))
+    }
+
+    /// Open MPI's messages ([`super::failure_clue::open_mpi`]).
+    fn failure_clue(&self, line: &str) -> Option<FailureClue> {
+        super::failure_clue::open_mpi(line)
     }
 
     fn local_rank_variable(&self) -> &'static str {

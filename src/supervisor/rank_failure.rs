@@ -2,16 +2,16 @@
 //! which iteration, read from the launcher's messages and the run directory.
 //!
 //! Every launcher ends the whole job when one rank dies, and names the first one in
-//! its messages: Open MPI 4.1 and 5 "process rank R with PID P on node H exited on
-//! signal S", or a block with "Process name: [[J,1],R]" and "Exit code: C"; MPICH's
-//! hydra "PID P RUNNING AT H" and "EXIT CODE: C", then, for a signal, "... EXIT STRING:
-//! Killed (signal 9)". What a message leaves out is completed from the process events
+//! its messages, which the launcher reads into clues
+//! ([`crate::launcher::Launcher::failure_clue`]: a rank, a pid, a host, an exit code
+//! or a signal). What a message leaves out is completed from the process events
 //! of the launch ([`crate::migrate::record::PROCESSES`]: the rank of a pid, the node of
 //! a rank) and the rank's iteration mark
 //! ([`crate::migrate::record::iteration_mark`]).
 
 use std::path::Path;
 
+use crate::launcher::{FailureClue, Launcher};
 use crate::migrate::record;
 
 /// How a rank's process ended.
@@ -52,8 +52,8 @@ fn signal_name(signal: i32) -> Option<&'static str> {
     })
 }
 
-/// What the launcher's messages say of the first rank that ended, line by line
-/// ([`FailureClues::read`]).
+/// What the launcher's messages say of the first rank that ended, clue by clue
+/// ([`FailureClues::take`]; the launcher reads its lines: [`Launcher::failure_clue`]).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct FailureClues {
     rank: Option<usize>,
@@ -66,79 +66,73 @@ pub struct FailureClues {
 }
 
 impl FailureClues {
-    /// Takes what one line of the launcher's standard error says; the first rank
-    /// reported is kept, later ones (ranks the launcher stopped) ignored.
+    /// Takes what one line of the launcher's output says, if anything (read by
+    /// `launcher`); the first rank reported is kept, later ones (ranks the launcher
+    /// stopped) ignored.
     ///
     /// ```
+    /// use rankmig::launcher::{MpiImplementation, launcher};
     /// use rankmig::supervisor::rank_failure::{Ending, FailureClues};
+    /// let ompi = launcher(MpiImplementation::OpenMpi4);
     /// let mut c = FailureClues::default();
-    /// c.read("mpirun noticed that process rank 2 with PID 0 on node h5 exited on signal 9 (Killed).");
-    /// assert_eq!((c.rank(), c.pid(), c.ending()), (Some(2), None, Some(Ending::Signal(9))));
-    /// let mut c = FailureClues::default();
-    /// for line in ["  Process name: [[4711,1],3]", "  Exit code:    7"] {
-    ///     c.read(line);
+    /// for line in ["  Process name: [[4711,1],3]", "  Exit code:    7",
+    ///     "mpirun noticed that process rank 0 with PID 9 on node h1 exited on signal 15 (Terminated)."] {
+    ///     c.read(ompi, line);
     /// }
-    /// assert_eq!((c.rank(), c.ending()), (Some(3), Some(Ending::ExitCode(7))));
+    /// assert_eq!((c.rank(), c.pid(), c.ending()), (Some(3), None, Some(Ending::ExitCode(7))));
     /// let mut c = FailureClues::default();
     /// for line in ["=   PID 1234 RUNNING AT h2", "=   EXIT CODE: 9", "=   CLEANING UP",
     ///     "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)"] {
-    ///     c.read(line);
+    ///     c.read(launcher(MpiImplementation::Mpich), line);
     /// }
     /// assert_eq!((c.pid(), c.ending()), (Some(1234), Some(Ending::Signal(9))));
     /// ```
-    pub fn read(&mut self, line: &str) {
-        let line = line.trim_start_matches(['=', ' ', '\t']);
-        if let Some(rest) = after(line, "] Exit codes:") {
-            self.statuses = hydra_statuses(rest);
-        } else if let Some(rest) = after(line, "process rank ") {
-            self.read_open_mpi_signal(rest);
-        } else if let Some(rest) = after(line, "Process name:") {
-            if self.ending.is_none() && self.rank.is_none() {
-                self.rank = last_number(rest.trim().trim_end_matches(']'));
+    pub fn read(&mut self, launcher: &dyn Launcher, line: &str) {
+        if let Some(clue) = launcher.failure_clue(line) {
+            self.take(clue);
+        }
+    }
+
+    /// Takes one clue: a rank, pid, host or ending already known is kept.
+    pub fn take(&mut self, clue: FailureClue) {
+        match clue {
+            FailureClue::ExitStatuses(statuses) => self.statuses = statuses,
+            FailureClue::Signalled {
+                rank,
+                pid,
+                host,
+                signal,
+            } => {
+                if self.ending.is_none() {
+                    self.rank = Some(rank);
+                    self.pid = pid;
+                    self.host = host;
+                    self.ending = Some(Ending::Signal(signal));
+                }
             }
-        } else if let Some(rest) = after(line, "Exit code:").or_else(|| after(line, "EXIT CODE:")) {
-            if self.ending.is_none() {
-                self.ending = first_number(rest).map(Ending::ExitCode);
+            FailureClue::ProcessName(rank) => {
+                if self.ending.is_none() && self.rank.is_none() {
+                    self.rank = Some(rank);
+                }
             }
-        } else if let Some(rest) = after(line, "PID ") {
-            self.read_hydra_pid(rest);
-        } else if let Some(rest) = after(line, "EXIT STRING:") {
-            // hydra gives a killed rank's signal as its exit code, then names it here.
-            let signal = after(rest, "(signal ").and_then(first_number);
-            if let (Some(s), Some(Ending::ExitCode(c))) = (signal, self.ending) {
-                if s == c {
-                    self.ending = Some(Ending::Signal(s));
+            FailureClue::ExitCode(code) => {
+                if self.ending.is_none() {
+                    self.ending = Some(Ending::ExitCode(code));
+                }
+            }
+            FailureClue::RunningAt { pid, host } => {
+                if self.pid.is_none() && self.ending.is_none() {
+                    self.pid = Some(pid);
+                    self.host = host;
+                }
+            }
+            FailureClue::KilledBy(signal) => {
+                // hydra gives a killed rank's signal as its exit code, then names it.
+                if self.ending == Some(Ending::ExitCode(signal)) {
+                    self.ending = Some(Ending::Signal(signal));
                 }
             }
         }
-    }
-
-    /// "R with PID P on node H exited on signal S (...)".
-    fn read_open_mpi_signal(&mut self, rest: &str) {
-        if self.ending.is_some() || !rest.contains("exited on signal") {
-            return;
-        }
-        self.rank = first_number(rest);
-        self.pid = after(rest, "with PID ")
-            .and_then(first_number::<u32>)
-            .filter(|&p| p != 0);
-        self.host = after(rest, "on node ")
-            .and_then(|h| h.split_whitespace().next())
-            .map(str::to_owned);
-        self.ending = after(rest, "exited on signal ")
-            .and_then(first_number)
-            .map(Ending::Signal);
-    }
-
-    /// "P RUNNING AT H".
-    fn read_hydra_pid(&mut self, rest: &str) {
-        if self.pid.is_some() || self.ending.is_some() || !rest.contains("RUNNING AT") {
-            return;
-        }
-        self.pid = first_number::<u32>(rest);
-        self.host = after(rest, "RUNNING AT ")
-            .and_then(|h| h.split_whitespace().next())
-            .map(str::to_owned);
     }
 
     /// The rank named, if any.
@@ -155,27 +149,6 @@ impl FailureClues {
     pub fn ending(&self) -> Option<Ending> {
         self.ending
     }
-}
-
-/// "[h1] 0,9 [h2] 0,768": each host and the wait statuses of its ranks.
-fn hydra_statuses(text: &str) -> Vec<(String, Vec<i32>)> {
-    text.split('[')
-        .filter_map(|group| {
-            let (host, codes) = group.split_once(']')?;
-            let codes = codes
-                .trim()
-                .split(',')
-                .map(|c| c.trim().parse().ok())
-                .collect::<Option<Vec<i32>>>()?;
-            Some((host.trim().to_owned(), codes))
-        })
-        .collect()
-}
-
-/// True when `line` is hydra's `-print-all-exitcodes` line (which `rankmig run` asks
-/// for, and does not pass on).
-pub fn is_hydra_status_line(line: &str) -> bool {
-    line.starts_with("[mpiexec@") && line.contains("] Exit codes:")
 }
 
 /// The first rank of hydra's status line that exited with a non-zero code, if any:
@@ -205,25 +178,6 @@ fn exited_rank(clues: &FailureClues, run_dir: &Path, mark: u64) -> Option<(usize
         }
     }
     None
-}
-
-/// The text after the first `marker` in `line`.
-fn after<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
-    line.find(marker).map(|i| &line[i + marker.len()..])
-}
-
-/// The number `text` starts with (after blanks).
-fn first_number<T: std::str::FromStr>(text: &str) -> Option<T> {
-    let text = text.trim_start();
-    let end = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    text[..end].parse().ok()
-}
-
-/// The number `text` ends with (after the last `,`).
-fn last_number(text: &str) -> Option<usize> {
-    text.rsplit(',').next()?.trim().parse().ok()
 }
 
 /// A rank that died, as far as it is known.
@@ -297,6 +251,15 @@ impl std::fmt::Display for RankFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launcher::{MpiImplementation, launcher};
+
+    fn hydra() -> &'static dyn Launcher {
+        launcher(MpiImplementation::Mpich)
+    }
+
+    fn open_mpi() -> &'static dyn Launcher {
+        launcher(MpiImplementation::OpenMpi4)
+    }
 
     #[test]
     fn a_failure_names_rank_host_ending_and_iteration_from_the_run_directory() {
@@ -310,16 +273,17 @@ mod tests {
             77u64.to_le_bytes(),
         )
         .unwrap();
-        let mut hydra = FailureClues::default();
-        hydra.read("=   PID 12 RUNNING AT vm");
-        hydra.read("=   EXIT CODE: 3");
-        let failure = RankFailure::from_clues(&hydra, dir.path(), 0).unwrap();
+        let mut clues = FailureClues::default();
+        clues.read(hydra(), "=   PID 12 RUNNING AT vm");
+        clues.read(hydra(), "=   EXIT CODE: 3");
+        let failure = RankFailure::from_clues(&clues, dir.path(), 0).unwrap();
         assert_eq!(
             failure.to_string(),
             "rank 1 on n3 exited with code 3 at iteration 77"
         );
         let mut ompi = FailureClues::default();
         ompi.read(
+            open_mpi(),
             "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).",
         );
         let again = RankFailure::from_clues(&ompi, dir.path(), 0).unwrap();
@@ -346,7 +310,7 @@ mod tests {
             "[mpiexec@vm] Exit codes: [h1] 0,9 [h2] 0,768",
             "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)",
         ] {
-            c.read(line);
+            c.read(hydra(), line);
         }
         let failure = RankFailure::from_clues(&c, dir.path(), 0).unwrap();
         assert_eq!(failure.to_string(), "rank 3 on h2 exited with code 3");
@@ -357,11 +321,10 @@ mod tests {
             "=   EXIT CODE: 9",
             "[mpiexec@vm] Exit codes: [vm] 0,0,9,9",
         ] {
-            c.read(line);
+            c.read(hydra(), line);
         }
         let failure = RankFailure::from_clues(&c, dir.path(), 0).unwrap();
         assert_eq!(failure.to_string(), "rank 2 on h1 exited with code 9");
-        assert!(is_hydra_status_line("[mpiexec@vm] Exit codes: [vm] 0,0"));
     }
 
     #[test]
@@ -372,7 +335,7 @@ mod tests {
             "  Exit code:    2",
             "mpirun noticed that process rank 0 with PID 9 on node h1 exited on signal 15 (Terminated).",
         ] {
-            c.read(line);
+            c.read(open_mpi(), line);
         }
         assert_eq!((c.rank(), c.ending()), (Some(5), Some(Ending::ExitCode(2))));
         assert_eq!(c.pid(), None);

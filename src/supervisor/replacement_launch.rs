@@ -20,6 +20,7 @@ use std::process::{Child, ExitStatus, Stdio};
 use super::launch::RunSpec;
 use super::launch_command::replacement_command;
 use super::process_tree::kill_tree;
+use crate::launcher::Launcher;
 use crate::migrate::launch_request::{self, LaunchRequest};
 
 /// One replacement launch under way.
@@ -119,7 +120,7 @@ impl ReplacementLaunches {
                     request.count,
                     self.spec.launcher().program()
                 );
-                copy_output(&mut child);
+                copy_output(&mut child, self.spec.launcher());
                 self.running.push(Running { request, child });
             }
             Err(why) => {
@@ -162,13 +163,13 @@ impl ReplacementLaunches {
     }
 }
 
-/// Copies a launch's output to ours, line by line, leaving out hydra's exit-code
-/// summary.
-fn copy_output(child: &mut Child) {
+/// Copies a launch's output to ours, line by line, leaving out the launcher's summary
+/// lines ([`Launcher::is_summary_line`]).
+fn copy_output(child: &mut Child, launcher: &'static dyn Launcher) {
     if let Some(out) = child.stdout.take() {
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if !super::rank_failure::is_hydra_status_line(&line) {
+                if !launcher.is_summary_line(&line) {
                     let _ = writeln!(std::io::stdout().lock(), "{line}");
                 }
             }

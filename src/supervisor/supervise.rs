@@ -315,7 +315,7 @@ fn supervise(
     });
     let stdout_reader = child.stdout.take().map(|stdout| {
         let clues = Arc::clone(&clues);
-        std::thread::spawn(move || scan_stdout(stdout, &clues))
+        std::thread::spawn(move || scan_stdout(stdout, launcher, &clues))
     });
     let succeeded = Arc::new(AtomicBool::new(false));
     let misplaced = Arc::new(Mutex::new(None::<Misplaced>));
@@ -612,7 +612,7 @@ fn scan_stderr(
         let Ok(line) = line else { break };
         let _ = writeln!(out, "{line}");
         if let Ok(mut c) = clues.lock() {
-            c.read(&line);
+            c.read(launcher, &line);
         }
         if let Some(host) = launcher.lost_host(&line, hosts) {
             if let Ok(mut l) = lost.lock() {
@@ -625,8 +625,9 @@ fn scan_stderr(
 }
 
 /// Copies the launcher's stdout to ours as it comes, line by line, and reads what it
-/// says of a rank that died (MPICH's hydra writes its "BAD TERMINATION" block there).
-fn scan_stdout(stdout: impl std::io::Read, clues: &Mutex<FailureClues>) {
+/// says of a rank that died (MPICH's hydra writes its "BAD TERMINATION" block there);
+/// the launcher's summary lines are read, not passed on.
+fn scan_stdout(stdout: impl std::io::Read, launcher: &dyn Launcher, clues: &Mutex<FailureClues>) {
     let mut input = BufReader::new(stdout);
     let mut line = Vec::new();
     loop {
@@ -637,9 +638,9 @@ fn scan_stdout(stdout: impl std::io::Read, clues: &Mutex<FailureClues>) {
         }
         let text = String::from_utf8_lossy(&line);
         if let Ok(mut c) = clues.lock() {
-            c.read(text.trim_end());
+            c.read(launcher, text.trim_end());
         }
-        if !super::rank_failure::is_hydra_status_line(&text) {
+        if !launcher.is_summary_line(&text) {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(&line);
             let _ = out.flush();
