@@ -4,7 +4,13 @@
 //! copy). What a moving rank pays to serialise (into a reused buffer, as its state
 //! message is) and its replacement to deserialise (into a new vector).
 //!
-//! Ends with the medians and their ratios to the baseline.
+//! Then a rank's 256 MiB vector deserialised into fresh memory, as a replacement does
+//! after a migration (above glibc's largest mmap threshold, 32 MiB, every allocation is
+//! new pages from the kernel, unmapped when freed): `checkpoint::bulk` (its vector
+//! advised huge pages before the copy, `rankmig::huge_pages`) against the same zeroed
+//! vector and copy without the advice, in the same run.
+//!
+//! Ends with the medians and their ratios to the baselines.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -15,6 +21,7 @@ use criterion::Criterion;
 use serde::{Deserialize, Serialize};
 
 const VALUES: usize = (8 << 20) / 8;
+const LARGE_VALUES: usize = (256 << 20) / 8;
 
 #[derive(Serialize, Deserialize)]
 struct ValueByValue {
@@ -109,6 +116,35 @@ fn main() {
         })
     });
     g.finish();
+
+    let large = Block {
+        iter: 1,
+        rows: (0..LARGE_VALUES).map(|i| i as f64 * 0.5).collect(),
+    };
+    let large_bytes = bincode::serialize(&large).expect("serialise");
+    drop(large);
+    // The block's bytes inside the message: after the iteration and the byte count.
+    let values_bytes = &large_bytes[16..];
+    let mut g = c.benchmark_group("state_256MiB_fresh_memory");
+    g.sample_size(10);
+    g.bench_function("baseline_zeroed_vec_and_copy", |b| {
+        b.iter_custom(|n| {
+            timed("fresh: zeroed vec + copy", n, || {
+                let mut v: Vec<f64> = bytemuck::zeroed_vec(LARGE_VALUES);
+                bytemuck::cast_slice_mut::<f64, u8>(&mut v).copy_from_slice(values_bytes);
+                drop(black_box(v));
+            })
+        })
+    });
+    g.bench_function("deserialise_bulk", |b| {
+        b.iter_custom(|n| {
+            timed("fresh: deserialise bulk", n, || {
+                let s: Block = bincode::deserialize(&large_bytes).expect("read");
+                drop(black_box(s));
+            })
+        })
+    });
+    g.finish();
     c.final_summary();
 
     println!("\nbulk summary (8 MiB of f64, medians of this run):");
@@ -123,5 +159,12 @@ fn main() {
         let Some(m) = median(name) else { continue };
         let ratio = base.map_or(String::new(), |b| format!("  {:>5.2}x the baseline", m / b));
         println!("  {name:<20} median {:>8.3} ms{ratio}", m * 1e3);
+    }
+    println!("\n256 MiB of f64 into fresh memory, medians of this run:");
+    let base = median("fresh: zeroed vec + copy");
+    for name in ["fresh: zeroed vec + copy", "fresh: deserialise bulk"] {
+        let Some(m) = median(name) else { continue };
+        let ratio = base.map_or(String::new(), |b| format!("  {:>5.2}x the baseline", m / b));
+        println!("  {name:<26} median {:>8.3} ms{ratio}", m * 1e3);
     }
 }

@@ -16,8 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
-/// Size of a transparent huge page on x86-64 and most arm64 kernels.
-const HUGE_PAGE: usize = 2 << 20;
 /// Bytes of the smallest reserved room worth faulting in on another thread.
 const PREFAULT_MIN: usize = 8 << 20;
 /// Bytes faulted in per `madvise` call, so that a stop request is seen soon.
@@ -32,7 +30,7 @@ pub(super) fn reserve<T>(v: &mut Vec<T>, total: usize) {
     if v.capacity() >= total || v.try_reserve_exact(additional).is_err() {
         return;
     }
-    advise(v.as_ptr() as usize, v.capacity() * std::mem::size_of::<T>());
+    crate::huge_pages::advise_capacity(v);
 }
 
 /// Gives back the room of `v` beyond its length when it is more than an eighth: a
@@ -189,26 +187,6 @@ fn populate(start: usize, bytes: usize) -> bool {
     }
     #[cfg(not(target_os = "linux"))]
     false
-}
-
-/// Advises the huge pages wholly inside `[start, start + bytes)`, for ranges of at least
-/// two huge pages.
-fn advise(start: usize, bytes: usize) {
-    if bytes < 2 * HUGE_PAGE {
-        return;
-    }
-    let first = start.next_multiple_of(HUGE_PAGE);
-    let end = (start + bytes) / HUGE_PAGE * HUGE_PAGE;
-    if end <= first {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    // SAFETY: [first, end) lies inside one live allocation (the vector's buffer);
-    // MADV_HUGEPAGE only changes how the kernel backs those pages, not their contents or
-    // their validity. Its result is ignored: refusal leaves ordinary pages.
-    unsafe {
-        libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
-    }
 }
 
 #[cfg(test)]
