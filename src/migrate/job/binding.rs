@@ -51,8 +51,10 @@ impl Job {
     /// core (with 2 ranks on 2 cores, each iteration then took a scheduler tick, 4 ms,
     /// instead of 6 µs).
     ///
-    /// Not when more ranks share the machine than it has CPUs (the ranks planned on
-    /// this host in multi-host mode, the whole job on logical nodes): pinned ranks that
+    /// Not when more ranks share the machine than it has CPUs (in multi-host mode the
+    /// ranks planned on this host, or the machine's processes running this program if
+    /// more: hosts emulated on one machine share its CPUs; on logical nodes the whole
+    /// job): pinned ranks that
     /// busy-wait starve one another and Open MPI's runtime (a spawn then hung in 4 of 6
     /// runs here, 0 of 6 unpinned), so oversubscribed ranks are left to the scheduler,
     /// as Open MPI itself does. `RANKMIG_BIND=off` also disables binding.
@@ -68,7 +70,9 @@ impl Job {
                     .filter(|l| l.node == self.location.node)
                     .count()
             });
-            (here, 0)
+            // Hosts emulated on one machine (UTS namespaces, or Slurm's nodes of one
+            // machine) each plan only their own ranks, but share its CPUs.
+            (here.max(processes_of_this_program()), 0)
         } else {
             let Some(view) = &self.view else { return };
             let index = view
@@ -89,6 +93,31 @@ impl Job {
     }
 }
 
+/// The processes of this machine that run this process's program, this one included
+/// (1 when `/proc` cannot tell): the ranks of every launch and every host emulated on
+/// the machine, and of other jobs of the same program, which all share its CPUs. Read
+/// after `MPI_Init`, when every rank of the job has started.
+fn processes_of_this_program() -> usize {
+    std::fs::read_link("/proc/self/exe").map_or(1, |mine| processes_running(&mine).max(1))
+}
+
+/// The processes whose executable is `program` (as `/proc/PID/exe` names it), among
+/// those this process may look at.
+fn processes_running(program: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter(|e| std::fs::read_link(e.path().join("exe")).is_ok_and(|exe| exe == program))
+        .count()
+}
+
 /// The CPUs this process could use when it first bound itself: afterwards its own
 /// binding narrows what `available_parallelism` reports (to one CPU), and a rank that
 /// binds again must still see the machine.
@@ -106,14 +135,22 @@ fn same_host(a: &str, b: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::same_host;
-
     #[test]
-    fn host_names_match_up_to_the_domain() {
-        assert!(same_host("n1", "n1"));
-        assert!(same_host("node01", "node01.cluster.example"));
-        assert!(same_host("NODE01.a", "node01"));
-        assert!(!same_host("n1", "n10"));
-        assert!(!same_host("n1.a", "n2.a"));
+    fn processes_of_a_program_are_counted_while_they_run() {
+        // A copy of `sleep` of our own, so that no other process runs it.
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("sleeper");
+        std::fs::copy("/bin/sleep", &program).unwrap();
+        let mut child = std::process::Command::new(&program)
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let exe = std::fs::read_link(format!("/proc/{}/exe", child.id())).unwrap();
+        let running = super::processes_running(&exe);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let after = super::processes_running(&exe);
+        assert_eq!((running, after), (1, 0));
+        assert!(super::processes_of_this_program() >= 1);
     }
 }
