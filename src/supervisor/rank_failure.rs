@@ -60,8 +60,8 @@ pub struct FailureClues {
     pid: Option<u32>,
     host: Option<String>,
     ending: Option<Ending>,
-    /// hydra's `-print-all-exitcodes` line: per host, the wait status of each of its
-    /// ranks in rank order.
+    /// [`FailureClue::ExitStatuses`]: per host, the wait status of each of its ranks in
+    /// rank order.
     statuses: Vec<(String, Vec<i32>)>,
 }
 
@@ -127,7 +127,7 @@ impl FailureClues {
                 }
             }
             FailureClue::KilledBy(signal) => {
-                // hydra gives a killed rank's signal as its exit code, then names it.
+                // The exit code taken before was the signal's number (FailureClue::ExitCode).
                 if self.ending == Some(Ending::ExitCode(signal)) {
                     self.ending = Some(Ending::Signal(signal));
                 }
@@ -151,9 +151,9 @@ impl FailureClues {
     }
 }
 
-/// The first rank of hydra's status line that exited with a non-zero code, if any:
-/// hydra's own "BAD TERMINATION" block may name a rank it killed itself after the one
-/// that failed had exited. Ranks are numbered across hosts from the launch's process
+/// The first rank of the launcher's exit statuses ([`FailureClue::ExitStatuses`]) that
+/// exited with a non-zero code, if any: the launcher's own failure block may name a
+/// rank it killed itself after the one that failed had exited. Ranks are numbered across hosts from the launch's process
 /// events (the ranks that started on each host, in rank order); a single host lists
 /// every rank in order.
 fn exited_rank(clues: &FailureClues, run_dir: &Path, mark: u64) -> Option<(usize, Ending)> {

@@ -625,7 +625,7 @@ fn scan_stderr(
 }
 
 /// Copies the launcher's stdout to ours as it comes, line by line, and reads what it
-/// says of a rank that died (MPICH's hydra writes its "BAD TERMINATION" block there);
+/// says of a rank that died (a launcher may write its failure block there);
 /// the launcher's summary lines are read, not passed on.
 fn scan_stdout(stdout: impl std::io::Read, launcher: &dyn Launcher, clues: &Mutex<FailureClues>) {
     let mut input = BufReader::new(stdout);
