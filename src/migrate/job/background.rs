@@ -47,7 +47,9 @@ use super::super::protocol::{self, Bridge};
 use super::super::record::PhaseTimes;
 use super::super::settings::ENV_BLOCKING_SPAWN;
 use super::super::state_buffer::StateBuffer;
-use super::migration::{Held, spawn_order, spawn_program};
+use super::migration::{
+    Held, SPAWN_FAILED_OUTCOME, UNSERIALISED_OUTCOME, spawn_order, spawn_program,
+};
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
 use super::{Job, MigrateError};
@@ -288,7 +290,7 @@ impl Job {
         let bridge = match self.joined_helper(&mut pending) {
             Ok(bridge) => bridge,
             Err(message) => {
-                self.record_failed_background_spawn(&pending, message);
+                self.record_abandoned_pending(&pending, SPAWN_FAILED_OUTCOME, message);
                 return Ok(());
             }
         };
@@ -300,8 +302,7 @@ impl Job {
                 if let Some(bridge) = bridge {
                     protocol::dismiss_background_spawn(bridge, pending.plan.moves.len());
                 }
-                let (plan, scheduling) = (&pending.plan, pending.scheduling);
-                self.record_unserialised_state(&failed, plan, scheduling, &pending.change);
+                self.record_abandoned_pending(&pending, UNSERIALISED_OUTCOME, failed.to_string());
                 return Ok(());
             }
         };
@@ -398,19 +399,15 @@ impl Job {
         }
     }
 
-    fn record_failed_background_spawn(&mut self, pending: &PendingMigration, message: String) {
-        if self.is_root() {
-            log::warn!("migration abandoned, every rank stays: {message}");
-        }
-        self.record(Outcome {
-            detail: Some(message),
-            ..Outcome::of_plan(
-                "spawn failed",
-                &pending.change,
-                &pending.plan,
-                pending.scheduling,
-            )
-        });
+    /// [`Job::record_abandoned`] for the migration `pending` was for.
+    fn record_abandoned_pending(
+        &mut self,
+        pending: &PendingMigration,
+        outcome: &str,
+        detail: String,
+    ) {
+        let (plan, scheduling) = (&pending.plan, pending.scheduling);
+        self.record_abandoned(outcome, detail, plan, scheduling, &pending.change);
     }
 
     /// At the end of the run, with a spawn still in the background: rank 0 waits for

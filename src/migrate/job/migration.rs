@@ -74,6 +74,9 @@ pub(super) struct Held {
 /// could not be serialised.
 pub(super) const UNSERIALISED_OUTCOME: &str = "state not serialised";
 
+/// The outcome recorded for a migration whose spawn (or replacement launch) failed.
+pub(super) const SPAWN_FAILED_OUTCOME: &str = "spawn failed";
+
 /// A leaving rank whose state could not be serialised for a migration, as every rank
 /// learns it: the lowest such rank (its own log says why).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -200,7 +203,8 @@ impl Job {
             Ok(leaving) => leaving,
             Err(failed) => {
                 self.charge(scheduling, held.elapsed().as_secs_f64());
-                self.record_unserialised_state(&failed, plan, scheduling, change);
+                let detail = failed.to_string();
+                self.record_abandoned(UNSERIALISED_OUTCOME, detail, plan, scheduling, change);
                 return Ok(());
             }
         };
@@ -213,15 +217,14 @@ impl Job {
         let inter = match spawned {
             Ok(inter) => inter,
             Err(e) => {
-                let message = e.to_string();
-                if self.is_root() {
-                    log::warn!("migration abandoned, every rank stays: {message}");
-                }
                 self.charge(scheduling, held.elapsed().as_secs_f64());
-                self.record(Outcome {
-                    detail: Some(message),
-                    ..Outcome::of_plan("spawn failed", change, plan, scheduling)
-                });
+                self.record_abandoned(
+                    SPAWN_FAILED_OUTCOME,
+                    e.to_string(),
+                    plan,
+                    scheduling,
+                    change,
+                );
                 return Ok(());
             }
         };
@@ -289,23 +292,23 @@ impl Job {
         })
     }
 
-    /// A migration called off because a leaving rank's state could not be serialised
-    /// (every rank learnt it from [`Job::serialise_leaving_state`]): recorded, every
-    /// rank stays where it is. Collective.
-    pub(super) fn record_unserialised_state(
+    /// A migration abandoned before anyone moved (`outcome`, e.g. a spawn that failed
+    /// or a leaving state that could not be serialised, said by `detail`): rank 0 warns,
+    /// and the record says so; every rank stays where it is. Collective.
+    pub(super) fn record_abandoned(
         &mut self,
-        failed: &UnserialisedState,
+        outcome: &str,
+        detail: String,
         plan: &Plan,
         scheduling: f64,
         change: &str,
     ) {
-        let detail = failed.to_string();
         if self.is_root() {
             log::warn!("migration abandoned, every rank stays: {detail}");
         }
         self.record(Outcome {
             detail: Some(detail),
-            ..Outcome::of_plan(UNSERIALISED_OUTCOME, change, plan, scheduling)
+            ..Outcome::of_plan(outcome, change, plan, scheduling)
         });
     }
 
