@@ -282,10 +282,10 @@ impl Job {
         }
         // Every rank learns the largest size, or the lowest rank that failed.
         let largest = protocol::largest_without_spinning(&self.comm, length);
-        crate::migrate::timeline::step("old: every leaving state serialised");
         if let Some(failed) = UnserialisedState::from_marker(largest, self.comm.size() as usize) {
             return Err(failed);
         }
+        crate::migrate::timeline::step("old: every leaving state serialised");
         Ok(LeavingState {
             message,
             largest: largest as usize,
