@@ -60,7 +60,13 @@ write_config() {
     echo "SchedulerType=sched/backfill"
     echo "ReturnToService=2"
     echo "SlurmdParameters=config_overrides"
-    echo "SlurmdTimeout=30"
+    # Slurm's own default (300 s), not less: the emulated nodes share this machine's
+    # CPUs, and on a 2-CPU VM (kernel 6.18) a job whose new processes sleep and yield
+    # in short loops beside busy ranks once kept every other task off the CPUs for up
+    # to 59 s (the kernel's "rcu_preempt kthread starved", "workqueue lockup"): with 30 s
+    # slurmctld set the nodes DOWN and killed the job's step. A node whose slurmd is
+    # killed is found lost by the launcher, not by this timeout.
+    echo "SlurmdTimeout=300"
     echo "InactiveLimit=0"
     echo "KillWait=5"
     echo "MinJobAge=60"
