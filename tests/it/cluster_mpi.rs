@@ -648,9 +648,16 @@ fn a_killed_rank_restarts_on_the_same_hosts() {
         rankmig::launcher::MpiImplementation::OpenMpi5 => None,
         rankmig::launcher::MpiImplementation::OpenMpi4 => Some(" was killed by signal 9 (SIGKILL)"),
     };
+    // Open MPI 4.1 names no rank either when a neighbour of the dead rank aborts the job
+    // first ("Connection reset by remote peer" in its MPI call, seen once in CI): the
+    // restart is the same (docs/limits.md).
+    let a_neighbour_aborted_first = support::mpi()
+        == rankmig::launcher::MpiImplementation::OpenMpi4
+        && stderr.contains("*** An error occurred in MPI_");
     match how {
         Some(how) => assert!(
-            stderr.contains(&format!(" on h2{how}")) && stderr.contains(" at iteration "),
+            (stderr.contains(&format!(" on h2{how}")) && stderr.contains(" at iteration "))
+                || (a_neighbour_aborted_first && stderr.contains("named no rank that died")),
             "{stderr}"
         ),
         None => assert!(stderr.contains("named no rank that died"), "{stderr}"),
