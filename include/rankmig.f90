@@ -31,8 +31,11 @@
 ! With `use mpi_f08`, use the module rankmig_f08 below instead: the same calls, with
 ! rankmig_init(comm) and rankmig_comm() giving a type(MPI_Comm).
 !
-! Build: mpif90 -c include/rankmig.f90 (gives rankmig.mod and rankmig_f08.mod), then
-! link the program with -L target/release -lrankmig.
+! Installed (scripts/install.sh), the compiled modules are in PREFIX/include and their
+! code in PREFIX/lib/librankmig_fortran.a: link with
+! `pkg-config --cflags --libs rankmig-fortran`, or the CMake target rankmig::fortran.
+! From a checkout: mpif90 -c include/rankmig.f90 (gives rankmig.mod and
+! rankmig_f08.mod), then link the program with -L target/release -lrankmig.
 module rankmig
   use, intrinsic :: iso_c_binding, only: c_int, c_long, c_char, c_ptr, c_size_t, &
        c_null_char, c_null_ptr, c_f_pointer, c_associated, c_funptr, c_funloc
@@ -40,8 +43,13 @@ module rankmig
   private
   public :: rankmig_init, rankmig_comm, rankmig_register_data, rankmig_checkpoint, &
        rankmig_resumed, rankmig_finalize, rankmig_last_error, rankmig_generation, &
-       rankmig_on_comm, rankmig_comm_callback
+       rankmig_on_comm, rankmig_comm_callback, rankmig_version
 
+  !> The version of this interface (the header's RANKMIG_VERSION_*); rankmig_version()
+  !> gives the library's own.
+  integer(c_int), parameter, public :: RANKMIG_VERSION_MAJOR = 1
+  integer(c_int), parameter, public :: RANKMIG_VERSION_MINOR = 0
+  integer(c_int), parameter, public :: RANKMIG_VERSION_PATCH = 0
   integer(c_int), parameter, public :: RANKMIG_OK = 0
   integer(c_int), parameter, public :: RANKMIG_COMM_CHANGED = 1
 
@@ -90,6 +98,9 @@ module rankmig
     type(c_ptr) function c_rankmig_last_error() bind(C, name="rankmig_last_error")
       import :: c_ptr
     end function c_rankmig_last_error
+    type(c_ptr) function c_rankmig_version() bind(C, name="rankmig_version")
+      import :: c_ptr
+    end function c_rankmig_version
   end interface
 
 contains
@@ -130,11 +141,22 @@ contains
   !> The message of the last failed call.
   function rankmig_last_error() result(message)
     character(len=:), allocatable :: message
+    message = fortran_string(c_rankmig_last_error())
+  end function rankmig_last_error
+
+  !> The library's version, 'MAJOR.MINOR.PATCH' (the library the program runs with).
+  function rankmig_version() result(version)
+    character(len=:), allocatable :: version
+    version = fortran_string(c_rankmig_version())
+  end function rankmig_version
+
+  !> A Fortran copy of a C string of at most 4096 bytes ('' for a null pointer).
+  function fortran_string(text) result(string)
+    type(c_ptr), intent(in) :: text
+    character(len=:), allocatable :: string
     character(kind=c_char), dimension(:), pointer :: chars
-    type(c_ptr) :: text
     integer :: length
-    text = c_rankmig_last_error()
-    message = ''
+    string = ''
     if (.not. c_associated(text)) return
     call c_f_pointer(text, chars, [4096])
     length = 0
@@ -142,9 +164,9 @@ contains
       if (chars(length + 1) == c_null_char) exit
       length = length + 1
     end do
-    allocate(character(len=length) :: message)
-    message = transfer(chars(1:length), message)
-  end function rankmig_last_error
+    allocate(character(len=length) :: string)
+    string = transfer(chars(1:length), string)
+  end function fortran_string
 
 end module rankmig
 
@@ -163,13 +185,15 @@ module rankmig_f08
   use mpi_f08, only: MPI_Comm
   use rankmig, only: rankmig_register_data, rankmig_checkpoint, rankmig_resumed, &
        rankmig_finalize, rankmig_last_error, rankmig_generation, RANKMIG_OK, &
-       RANKMIG_COMM_CHANGED, rankmig_init_handle => rankmig_init, &
+       RANKMIG_COMM_CHANGED, rankmig_version, RANKMIG_VERSION_MAJOR, &
+       RANKMIG_VERSION_MINOR, RANKMIG_VERSION_PATCH, rankmig_init_handle => rankmig_init, &
        rankmig_comm_handle => rankmig_comm
   implicit none
   private
   public :: rankmig_init, rankmig_comm, rankmig_register_data, rankmig_checkpoint, &
        rankmig_resumed, rankmig_finalize, rankmig_last_error, rankmig_generation, &
-       RANKMIG_OK, RANKMIG_COMM_CHANGED, rankmig_on_comm, rankmig_comm_f08_callback
+       RANKMIG_OK, RANKMIG_COMM_CHANGED, rankmig_on_comm, rankmig_comm_f08_callback, &
+       rankmig_version, RANKMIG_VERSION_MAJOR, RANKMIG_VERSION_MINOR, RANKMIG_VERSION_PATCH
 
   abstract interface
     !> A callback of rankmig_on_comm: the job's communicator and the argument given

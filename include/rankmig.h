@@ -10,6 +10,23 @@
 #include <mpi.h>
 
 /*
+ The major version of the library: a program built against one major version runs
+ with any library of that major version (the SONAME is `librankmig.so.MAJOR`); an
+ incompatible change of this interface raises it.
+ */
+#define RANKMIG_VERSION_MAJOR 1
+
+/*
+ The minor version: raised when the interface gains something.
+ */
+#define RANKMIG_VERSION_MINOR 0
+
+/*
+ The patch version: raised by a fix that leaves the interface as it was.
+ */
+#define RANKMIG_VERSION_PATCH 0
+
+/*
  Success.
  */
 #define RANKMIG_OK 0
@@ -52,6 +69,8 @@ typedef void (*RankmigCommCallback)(MPI_Comm comm, void *arg);
  (`MPI_Comm_c2f`), by value, and the caller's `arg`.
  */
 typedef void (*RankmigFortranCommCallback)(int comm, void *arg);
+
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -160,6 +179,13 @@ int rankmig_resumed(void);
  [`rankmig_comm`] then returns `MPI_COMM_NULL`.
  */
 int rankmig_finalize(void);
+
+/*
+ The library's version, `MAJOR.MINOR.PATCH` (`"1.0.0"`): the version of the library
+ the program runs with, which may differ from the `RANKMIG_VERSION_*` of the header
+ it was compiled with (same major version: compatible). The string is static.
+ */
+const char *rankmig_version(void);
 
 /*
  The message of the calling thread's last failed call (empty if none). The pointer

@@ -22,6 +22,7 @@
 //! that called [`rankmig_init`] (MPI's main thread); calls from another thread fail with
 //! [`RANKMIG_ERR_NOT_INITIALISED`].
 
+pub mod logger;
 mod regions;
 
 use std::cell::RefCell;
@@ -34,6 +35,35 @@ use mpi::raw::AsRaw;
 use crate::checkpoint::CheckpointConfig;
 use crate::migrate::Job;
 use regions::{Region, Regions, SavedRegions};
+
+/// The major version of the library: a program built against one major version runs
+/// with any library of that major version (the SONAME is `librankmig.so.MAJOR`); an
+/// incompatible change of this interface raises it.
+pub const RANKMIG_VERSION_MAJOR: c_int = 1;
+/// The minor version: raised when the interface gains something.
+pub const RANKMIG_VERSION_MINOR: c_int = 0;
+/// The patch version: raised by a fix that leaves the interface as it was.
+pub const RANKMIG_VERSION_PATCH: c_int = 0;
+
+// The header's version is the package's (Cargo.toml), checked by the compiler.
+const _: () = assert!(
+    RANKMIG_VERSION_MAJOR == version_part(env!("CARGO_PKG_VERSION_MAJOR"))
+        && RANKMIG_VERSION_MINOR == version_part(env!("CARGO_PKG_VERSION_MINOR"))
+        && RANKMIG_VERSION_PATCH == version_part(env!("CARGO_PKG_VERSION_PATCH")),
+    "RANKMIG_VERSION_* in src/capi/mod.rs differ from Cargo.toml's version"
+);
+
+/// A part of the package's version as a number, at compile time.
+const fn version_part(digits: &str) -> c_int {
+    let bytes = digits.as_bytes();
+    let mut value: c_int = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        value = value * 10 + (bytes[i] - b'0') as c_int;
+        i += 1;
+    }
+    value
+}
 
 /// Success.
 pub const RANKMIG_OK: c_int = 0;
@@ -202,10 +232,12 @@ pub unsafe extern "C" fn rankmig_init(comm: *mut MPI_Comm) -> c_int {
         if !mpi_is_initialised() {
             return Err(CallError::argument("call MPI_Init before rankmig_init"));
         }
+        logger::install();
         let config = CheckpointConfig::new("rankmig-ckpt")
             .with_env()
             .map_err(CallError::runtime)?;
         let mut job = Job::init_on_world(config).map_err(CallError::runtime)?;
+        logger::set_rank(job.checkpoints().rank());
         let saved = match job.take_arrived_state() {
             // Arrived by a migration: the regions stay in the state message until
             // registered (one copy, into the program's memory).
@@ -409,6 +441,19 @@ pub extern "C" fn rankmig_finalize() -> c_int {
         runtime.job.finalize().map_err(CallError::runtime)?;
         Ok(RANKMIG_OK)
     })
+}
+
+/// The library's version, `MAJOR.MINOR.PATCH` (`"1.0.0"`): the version of the library
+/// the program runs with, which may differ from the `RANKMIG_VERSION_*` of the header
+/// it was compiled with (same major version: compatible). The string is static.
+#[unsafe(no_mangle)]
+pub extern "C" fn rankmig_version() -> *const c_char {
+    const VERSION: &CStr =
+        match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+            Ok(version) => version,
+            Err(_) => panic!("the package version holds a NUL byte"),
+        };
+    VERSION.as_ptr()
 }
 
 /// The message of the calling thread's last failed call (empty if none). The pointer
