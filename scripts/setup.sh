@@ -7,7 +7,7 @@ set -euo pipefail
 # libmpich-dev: Debian's MPICH 4.0.2 with its Fortran bindings (mpicc.mpich, mpif90.mpich,
 # mpiexec.mpich; scripts/mpich4-debian names them mpicc, ...). Its alternatives have
 # priority 40 against Open MPI's 50: mpicc and mpirun stay Open MPI's.
-PACKAGES=(pkg-config libhwloc-dev hwloc libopenmpi-dev openmpi-bin libclang-dev libudev-dev gfortran libxxhash-dev scotch
+PACKAGES=(pkg-config cmake g++ libhwloc-dev hwloc libopenmpi-dev openmpi-bin libclang-dev libudev-dev gfortran libxxhash-dev scotch
   slurmctld slurmd slurm-client munge libmpich-dev)
 
 missing=()

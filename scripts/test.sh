@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds, runs every test (unit,
-# integration with real hwloc XML files and real MPI launchers) with PyPI's Open MPI
-# 4.1.8, also without the MPI feature; then the multi-host scenarios of the emulated
+# integration with real hwloc XML files and real MPI launchers, C++ and Fortran codes
+# built against a prefix installed by scripts/install.sh) with PyPI's Open MPI 4.1.8,
+# also without the MPI feature; then the multi-host scenarios of the emulated
 # cluster, the C interface example and the Slurm scenarios again with Debian's Open MPI
 # 4.1.4 (with its C and Fortran examples), MPICH (with the migration tests on one host)
 # and Open MPI 5 (from PyPI, see scripts/setup.sh), and the C and Fortran examples with
@@ -54,7 +55,10 @@ for impl in ${RANKMIG_TEST_MPIS-openmpi4 mpich openmpi5}; do
     # Debian's Open MPI 4.1.4 (/usr/bin, external PMIx 4): the default target directory.
     # Its spawns hang now and then (openpmix#2735): the migration tests try three times.
     with_impl=(env)
-    c_tests=(c_programs:: monitor_mpi::live_matrix_agrees_with_open_mpi_monitoring)
+    # installed::a_fortran_code: the Fortran example built with CMake against a prefix
+    # installed by scripts/install.sh (PyPI's Open MPI 4.1.8 has no Fortran wrapper).
+    c_tests=(c_programs:: monitor_mpi::live_matrix_agrees_with_open_mpi_monitoring
+      installed::a_fortran_code)
   else
     prefix="$ROOT/target/mpi/$impl"
     if [ ! -x "$prefix/bin/mpicc" ]; then

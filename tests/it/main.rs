@@ -33,6 +33,7 @@ mod docs_names;
 mod faults_mpi;
 mod fuzz_parsers;
 mod help_examples;
+mod installed;
 mod layering;
 mod linked_mpi;
 mod mapper_optimum;

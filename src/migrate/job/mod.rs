@@ -198,6 +198,13 @@ impl Job {
             _universe: None,
         };
         monitor::set_job_communicator(&job.comm, None);
+        log::debug!(
+            "rank {rank} of {} started on {} (core {}); availability file: {}",
+            job.comm.size(),
+            job.location.node,
+            job.location.core,
+            (job.settings.availability.as_ref()).map_or("none".into(), |p| p.display().to_string())
+        );
         if let Some(path) = job.settings.availability.clone() {
             let mut watcher = AvailabilityWatcher::new(path)
                 .in_allocation(job.settings.hosts.clone(), job.settings.lost_hosts.clone())
@@ -467,6 +474,12 @@ impl Job {
         self.flush_records();
         self.note_process("finish");
         self.finished = true;
+        log::debug!(
+            "rank {} finished: {} checkpoint calls, {} reconfigurations",
+            self.comm.rank(),
+            self.calls,
+            self.reconfigurations
+        );
         if self.comm_changes > 0 && self.launcher().finalize_waits_for_departed_ranks() {
             super::finalize::end_without_library_finalize(&self.comm);
         }

@@ -1,0 +1,409 @@
+//! rankmig as a cluster user installs it: `scripts/install.sh --prefix DIR` (with
+//! `apt-get` and `sudo` on `PATH` as traps that fail the test if called), then codes
+//! built against DIR only — C++ with CMake's `find_package(rankmig)` and with
+//! pkg-config alone, Fortran with CMake — each migrating live under `DIR/bin/rankmig
+//! run` with the result of a plain run.
+#![cfg(feature = "mpi")]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::support::job::{Job, set_availability};
+use crate::support::{checksum, iterations_of, mpi_lock, plain_launch_with, wait_until};
+
+/// How long a step of a job (its start, a migration) may take.
+const JOB_WAIT: Duration = Duration::from_secs(120);
+
+/// The build directory of this test binary (`target/release` of the MPI under test).
+fn build_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_rankmig"))
+        .parent()
+        .expect("target/release")
+        .to_path_buf()
+}
+
+/// A directory of `apt-get` and `sudo` stand-ins that record their call and fail.
+fn traps(dir: &Path) -> PathBuf {
+    let bin = dir.join("traps");
+    fs::create_dir_all(&bin).expect("traps dir");
+    for name in ["apt-get", "sudo"] {
+        let path = bin.join(name);
+        fs::write(
+            &path,
+            format!("#!/bin/sh\necho {name} >> \"$0.called\"\nexit 1\n"),
+        )
+        .expect("trap");
+        Command::new("chmod")
+            .arg("+x")
+            .arg(&path)
+            .status()
+            .expect("chmod");
+    }
+    bin
+}
+
+/// Runs `scripts/install.sh` with `args`, the traps first on `PATH`, in this binary's
+/// target directory; asserts that it succeeded and called neither trap.
+fn install(args: &[&str], destdir: Option<&Path>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let work = build_dir().join("installed");
+    let traps = traps(&work);
+    let path = format!(
+        "{}:{}",
+        traps.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new("bash");
+    cmd.arg(root.join("scripts/install.sh"))
+        .args(args)
+        .env("PATH", path)
+        .env(
+            "CARGO_TARGET_DIR",
+            build_dir().parent().expect("target dir"),
+        )
+        .env_remove("DESTDIR");
+    if let Some(destdir) = destdir {
+        cmd.env("DESTDIR", destdir);
+    }
+    let out = cmd.output().expect("bash scripts/install.sh");
+    assert!(
+        out.status.success(),
+        "install.sh {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in ["apt-get", "sudo"] {
+        assert!(
+            !traps.join(format!("{name}.called")).exists(),
+            "install.sh called {name}"
+        );
+    }
+}
+
+/// The prefix, installed once per test binary.
+fn prefix() -> &'static Path {
+    static PREFIX: OnceLock<PathBuf> = OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let prefix = build_dir().join("installed/prefix");
+        let _ = fs::remove_dir_all(&prefix);
+        install(&["--prefix", prefix.to_str().expect("UTF-8 path")], None);
+        prefix
+    })
+}
+
+/// The installed `rankmig`, without the `RANKMIG_*` variables of the test's environment.
+fn installed_rankmig() -> Command {
+    let mut cmd = Command::new(prefix().join("bin/rankmig"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("RANKMIG_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+/// Runs `cmd`, asserting success; its output.
+fn run(mut cmd: Command, what: &str) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Builds `examples/SUBDIR` with CMake against the installed prefix into `build`.
+fn cmake_build(subdir: &str, build: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut configure = Command::new("cmake");
+    configure
+        .arg("-S")
+        .arg(root.join("examples").join(subdir))
+        .arg("-B")
+        .arg(build)
+        .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix().display()));
+    run(configure, "cmake configure");
+    let mut compile = Command::new("cmake");
+    compile.arg("--build").arg(build);
+    run(compile, "cmake --build");
+}
+
+/// The shared libraries `program` needs, in the order the dynamic linker searches them.
+fn needed(program: &Path) -> Vec<String> {
+    let out = run(
+        {
+            let mut c = Command::new("readelf");
+            c.arg("-d").arg(program);
+            c
+        },
+        "readelf -d",
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split("Shared library: [").nth(1))
+        .map(|l| l.trim_end_matches(']').to_owned())
+        .collect()
+}
+
+/// Asserts that `program` loads rankmig before any MPI library (so that rankmig's
+/// `MPI_Send` & co are the ones called).
+fn assert_rankmig_first(program: &Path) {
+    let libs = needed(program);
+    let rankmig = libs.iter().position(|l| l.starts_with("librankmig.so."));
+    let mpi = libs.iter().position(|l| l.starts_with("libmpi"));
+    assert!(
+        matches!((rankmig, mpi), (Some(r), Some(m)) if r < m),
+        "{}: librankmig.so must come before the MPI library: {libs:?}",
+        program.display()
+    );
+}
+
+#[test]
+fn an_installed_prefix_holds_the_library_its_packages_and_pages() {
+    let _lock = mpi_lock();
+    let prefix = prefix();
+    let manifest = fs::read_to_string(prefix.join("share/rankmig/install-manifest.txt"))
+        .expect("the manifest");
+    for file in [
+        "bin/rankmig",
+        "lib/librankmig.so.1",
+        "lib/librankmig.so",
+        "lib/librankmig.a",
+        "include/rankmig.h",
+        "include/rankmig.f90",
+        "lib/pkgconfig/rankmig.pc",
+        "lib/cmake/rankmig/rankmigConfig.cmake",
+        "lib/cmake/rankmig/rankmigConfigVersion.cmake",
+        "share/man/man1/rankmig.1",
+        "share/man/man1/rankmig-run.1",
+        "share/bash-completion/completions/rankmig",
+    ] {
+        assert!(prefix.join(file).exists(), "{file} not installed");
+        assert!(
+            manifest.lines().any(|l| l == file),
+            "{file} not in the manifest"
+        );
+    }
+    for file in manifest.lines() {
+        assert!(
+            prefix.join(file).exists(),
+            "the manifest lists {file}, not installed"
+        );
+    }
+    let dynamic = run(
+        {
+            let mut c = Command::new("readelf");
+            c.arg("-d").arg(prefix.join("lib/librankmig.so"));
+            c
+        },
+        "readelf",
+    );
+    let major = env!("CARGO_PKG_VERSION_MAJOR");
+    assert!(
+        String::from_utf8_lossy(&dynamic.stdout).contains(&format!("[librankmig.so.{major}]")),
+        "no SONAME librankmig.so.{major}"
+    );
+    // The application's library is the runtime only: no clap, no chart drawing.
+    let symbols = run(
+        {
+            let mut c = Command::new("nm");
+            c.args(["-D", "--defined-only"])
+                .arg(prefix.join("lib/librankmig.so"));
+            c
+        },
+        "nm",
+    );
+    let symbols = String::from_utf8_lossy(&symbols.stdout);
+    assert!(
+        symbols.contains(" rankmig_version"),
+        "rankmig_version not exported"
+    );
+    let pc = Command::new("pkg-config")
+        .args(["--modversion", "rankmig"])
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .output()
+        .expect("pkg-config");
+    assert_eq!(
+        String::from_utf8_lossy(&pc.stdout).trim(),
+        env!("CARGO_PKG_VERSION")
+    );
+
+    // Staged (DESTDIR): the files land under the stage, the paths inside them name the
+    // final prefix; the uninstall removes what the manifest lists.
+    let stage = tempfile::tempdir().expect("stage");
+    install(&["--prefix", "/opt/rankmig-test"], Some(stage.path()));
+    let staged = stage.path().join("opt/rankmig-test");
+    let pc = fs::read_to_string(staged.join("lib/pkgconfig/rankmig.pc")).expect("staged .pc");
+    assert!(pc.contains("prefix=/opt/rankmig-test\n"), "{pc}");
+    let mut uninstall = Command::new("bash");
+    uninstall
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install.sh"))
+        .args(["--uninstall", "--prefix", "/opt/rankmig-test"])
+        .env("DESTDIR", stage.path());
+    run(uninstall, "install.sh --uninstall");
+    let left: Vec<_> = walk(&staged).into_iter().filter(|p| !p.is_dir()).collect();
+    assert!(left.is_empty(), "left after --uninstall: {left:?}");
+}
+
+/// Every path under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        }
+        out.push(path);
+    }
+    out
+}
+
+/// The C++ example (its state a class with a `std::vector`) built against the installed
+/// prefix twice — CMake `find_package(rankmig)` and a Makefile with pkg-config alone —
+/// prints the header's version equal to the installed `rankmig --version`, speaks at
+/// `RANKMIG_LOG=debug`, and migrates live under the installed `rankmig run` (8 ranks on
+/// n1:4 n2:4, then n1's ranks to n3) with the checksum of a plain run of the other build.
+#[test]
+fn a_cpp_code_built_against_the_prefix_migrates_live_under_the_installed_rankmig() {
+    let _lock = mpi_lock();
+    let work = tempfile::tempdir().expect("work dir");
+    let d = work.path();
+    let cmake_build_dir = d.join("cmake-build");
+    cmake_build("cpp", &cmake_build_dir);
+    let with_cmake = cmake_build_dir.join("heat");
+    let mut make = Command::new("make");
+    make.arg("-C")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cpp"))
+        .arg(format!("BUILD={}", d.join("make-build").display()))
+        .env("PKG_CONFIG_PATH", prefix().join("lib/pkgconfig"));
+    run(make, "make with pkg-config");
+    let with_pkg_config = d.join("make-build/heat");
+    assert_rankmig_first(&with_cmake);
+    assert_rankmig_first(&with_pkg_config);
+
+    let version = run(
+        {
+            let mut c = installed_rankmig();
+            c.arg("--version");
+            c
+        },
+        "rankmig --version",
+    );
+    let version = String::from_utf8_lossy(&version.stdout);
+    let version = version.split_whitespace().last().expect("a version");
+
+    // A short plain run at debug level: the library speaks on the program's stderr.
+    let ckpt = d.join("ckpt").display().to_string();
+    let env = [("RANKMIG_CKPT_DIR".to_owned(), ckpt.clone())];
+    let mut debug = plain_launch_with(2, &with_cmake, &["--cells", "64", "--iters", "10"], &env);
+    debug.env("RANKMIG_LOG", "debug");
+    let debug = run(debug, "heat at RANKMIG_LOG=debug");
+    let stdout = String::from_utf8_lossy(&debug.stdout);
+    assert!(
+        stdout.contains(&format!("rankmig header {version}, library {version}\n")),
+        "versions: {stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&debug.stderr);
+    assert!(
+        stderr.contains("DEBUG: rank 0 of 2 started")
+            && stderr.contains("rankmig[1] DEBUG: rank 1 of 2 finished"),
+        "no debug lines: {stderr}"
+    );
+
+    // Live, under the installed rankmig run.
+    set_availability(d, "n1 4\nn2 4\n");
+    let stop = d.join("stop");
+    let child = installed_rankmig()
+        .current_dir(d)
+        .args(["run", "-n", "8", "-a", "av", "--run-dir", "run"])
+        .args(["--check-every", "200", "--settle", "0", "--"])
+        .arg(&with_cmake)
+        .args(["--cells", "4096", "--iters", "100000000", "--stop-file"])
+        .arg(&stop)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("installed rankmig run");
+    let job = Job(Some(child));
+    let run_dir = d.join("run");
+    wait_until("the job to start", JOB_WAIT, || {
+        run_dir.join("iterations/rank-0.csv").exists()
+    });
+    set_availability(d, "n2 4\nn3 4\n");
+    wait_until("the migration", JOB_WAIT, || !records(&run_dir).is_empty());
+    let record = &records(&run_dir)[0];
+    assert_eq!(record["outcome"], "migrated", "{record}");
+    fs::write(&stop, "").expect("stop file");
+    let out = job.finish().expect("rankmig run ends");
+    let got = checksum(&out);
+    let iterations = iterations_of(&out).expect("an iterations line");
+    let plain_args = ["--cells", "4096", "--iters", iterations.as_str()];
+    let plain = run(
+        plain_launch_with(8, &with_pkg_config, &plain_args, &env),
+        "plain run",
+    );
+    assert_eq!(got, checksum(&plain), "migrated at {iterations} iterations");
+}
+
+/// The Fortran Jacobi example built with CMake against `rankmig::fortran` of the
+/// installed prefix migrates live under the installed `rankmig run` with the checksum
+/// of a plain run. Needs an MPI with a Fortran wrapper beside its `mpicc` (Debian's
+/// Open MPI and MPICH here; scripts/test.sh runs it with Debian's Open MPI 4.1.4).
+#[test]
+fn a_fortran_code_built_with_cmake_migrates_live_under_the_installed_rankmig() {
+    let _lock = mpi_lock();
+    let config = fs::read_to_string(prefix().join("lib/cmake/rankmig/rankmigConfig.cmake"))
+        .expect("rankmigConfig.cmake");
+    if config.contains("set(rankmig_FORTRAN_FOUND FALSE)") {
+        eprintln!("SKIPPED: this MPI has no Fortran wrapper: the prefix has no Fortran modules");
+        return;
+    }
+    let work = tempfile::tempdir().expect("work dir");
+    let d = work.path();
+    let build = d.join("build");
+    cmake_build("fortran", &build);
+    let program = build.join("jacobi-f");
+    assert_rankmig_first(&program);
+    set_availability(d, "n1 2\nn2 2\n");
+    let child = installed_rankmig()
+        .current_dir(d)
+        .args(["run", "-n", "4", "-a", "av", "--run-dir", "run"])
+        .args(["--check-every", "200", "--settle", "0", "--"])
+        .arg(&program)
+        .args(["--size", "128", "--iters", "100000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("installed rankmig run");
+    let job = Job(Some(child));
+    let run_dir = d.join("run");
+    wait_until("the job to start", JOB_WAIT, || {
+        run_dir.join("iterations/rank-0.csv").exists()
+    });
+    set_availability(d, "n2 2\nn3 2\n");
+    wait_until("the migration", JOB_WAIT, || !records(&run_dir).is_empty());
+    let record = &records(&run_dir)[0];
+    assert_eq!(record["outcome"], "migrated", "{record}");
+    let out = job.finish().expect("rankmig run ends");
+    let got = checksum(&out);
+    let ckpt = d.join("plain-ckpt").display().to_string();
+    let env = [("RANKMIG_CKPT_DIR".to_owned(), ckpt)];
+    let plain = run(
+        plain_launch_with(4, &program, &["--size", "128", "--iters", "100000"], &env),
+        "plain run",
+    );
+    assert_eq!(got, checksum(&plain));
+}
+
+/// The records of `run/reconfigurations.jsonl`.
+fn records(run: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(run.join("reconfigurations.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
