@@ -88,6 +88,14 @@ pub enum Command {
     ///
     /// Example: rankmig completions bash
     Completions(CompletionsArgs),
+    /// Print each setting of the configuration files with its effective value for
+    /// `rankmig run` and where that value comes from (environment, user file, site file
+    /// or default). The user file is $RANKMIG_CONFIG, else
+    /// ~/.config/rankmig/config.toml; the site file is PREFIX/etc/rankmig.toml beside
+    /// this rankmig. A flag of `rankmig run` wins over all of them.
+    ///
+    /// Example: rankmig config
+    Config(ConfigArgs),
     /// Print the man page of rankmig (roff, generated from this help) on standard output,
     /// or with --dir write rankmig.1 and one page per command (rankmig-run.1, ...) there.
     ///
@@ -102,6 +110,10 @@ pub struct CompletionsArgs {
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
+
+/// `rankmig config` (no options).
+#[derive(Debug, Args)]
+pub struct ConfigArgs {}
 
 /// `rankmig man`.
 #[derive(Debug, Args)]
@@ -408,7 +420,8 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "MANAGER", conflicts_with_all = ["restart", "hostfile"])]
     pub rms: Option<rankmig::rms::ResourceManager>,
     /// With --rms: empty a node whose maintenance reservation starts within SECONDS.
-    #[arg(long, value_name = "SECONDS", default_value_t = rankmig::rms::DEFAULT_LEAD_SECONDS, requires = "rms")]
+    #[arg(long, value_name = "SECONDS", default_value_t = rankmig::rms::DEFAULT_LEAD_SECONDS, requires = "rms",
+          env = "RANKMIG_RMS_LEAD")]
     pub rms_lead: u64,
     /// With --rms: once no rank runs on a node Slurm wants back (drained, down, failing
     /// or under a maintenance reservation), release it from the job's allocation
@@ -470,7 +483,12 @@ pub struct RunArgs {
     /// signal to rankmig run, a job with no complete checkpoint, and the same rank
     /// ending the same way at the same iteration again after a restart (the
     /// application's own failure).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        env = "RANKMIG_AUTO_RESTART"
+    )]
     pub auto_restart: u32,
     /// Communication matrix used for the initial placement and for planning (default:
     /// none, the planner then only minimises moves).
@@ -482,7 +500,7 @@ pub struct RunArgs {
     pub matrix_format: MatrixFormat,
     /// Checkpoint directory (default: RUN_DIR/ckpt). With several hosts it must be on
     /// a file system every host sees, like the run directory.
-    #[arg(long)]
+    #[arg(long, env = "RANKMIG_CKPT_DIR")]
     pub ckpt_dir: Option<PathBuf>,
     /// Run directory: placements, plans, per-iteration times (default: rankmig-run).
     #[arg(long, default_value = "rankmig-run")]
@@ -490,13 +508,14 @@ pub struct RunArgs {
     /// Look at the availability file about every SECONDS of wall time (default). A check
     /// is collective; the ranks agree at each check on how many `checkpoint!` calls make
     /// that time, so short iterations are not slowed by checks.
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0,
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, env = "RANKMIG_CHECK_INTERVAL",
           value_parser = parse_check_interval, conflicts_with = "check_every")]
     pub check_interval: f64,
     /// Act on an edit of the availability file once its content has stayed the same
     /// for SECONDS (0 to 3600), so a file written in several steps gives one
     /// reconfiguration. 0 acts at the first check that sees the edit.
-    #[arg(long, value_name = "SECONDS", default_value_t = 3.0, value_parser = parse_settle)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 3.0, value_parser = parse_settle,
+          env = "RANKMIG_SETTLE")]
     pub settle: f64,
     /// Stop the job and launch it again if a migration's spawn has not completed after
     /// SECONDS (0 to one day; 0 = never). Unless 0, every migration first commits a
@@ -505,7 +524,8 @@ pub struct RunArgs {
     /// ever; a spawn of a few processes takes 0.1 to 2 s on one host. With MPICH, the
     /// launch `rankmig run` starts for a migration's replacements is watched the same
     /// way, until they are ready to connect.
-    #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = parse_spawn_timeout)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = parse_spawn_timeout,
+          env = "RANKMIG_SPAWN_TIMEOUT")]
     pub spawn_timeout: f64,
     /// Stop the job and launch it again from its newest complete checkpoint when a rank
     /// has recorded no iteration for SECONDS (0 = never), naming the ranks and hosts
@@ -514,7 +534,8 @@ pub struct RunArgs {
     /// the new processes do not make. Default: the largest of 60 s, 20 times the
     /// slowest iteration so far and 3 times the longest gap between two records of a
     /// rank.
-    #[arg(long, value_name = "SECONDS", value_parser = parse_stall_timeout, conflicts_with = "restart")]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_stall_timeout, conflicts_with = "restart",
+          env = "RANKMIG_STALL_TIMEOUT")]
     pub stall_timeout: Option<f64>,
     /// Look at the availability file every N `checkpoint!` calls instead of by time.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -648,4 +669,39 @@ fn parse_seconds_within(text: &str, min: f64, max: f64) -> Result<f64, String> {
     } else {
         Err(format!("{secs} s is outside {min} to {max} seconds"))
     }
+}
+
+/// The command line's definition with the configuration files' values as the defaults of
+/// the flags of `rankmig run` they set (a flag given, or its variable, still wins).
+pub fn command_with(config: Option<&rankmig::config::Configuration>) -> clap::Command {
+    use rankmig::config::Carrier;
+    let command = <Cli as clap::CommandFactory>::command();
+    let Some(config) = config else {
+        return command;
+    };
+    let defaults: Vec<(&'static str, String)> = config
+        .from_files()
+        .into_iter()
+        .filter_map(|(setting, value)| match setting.carrier {
+            Carrier::Flag(id) => Some((id, value)),
+            Carrier::JobEnvironment => None,
+        })
+        .collect();
+    command.mut_subcommand("run", |mut run| {
+        for (id, value) in defaults {
+            run = run.mut_arg(id, |arg| {
+                if id == "mpirun_args" {
+                    arg.default_values(
+                        value
+                            .split_whitespace()
+                            .map(str::to_owned)
+                            .collect::<Vec<_>>(),
+                    )
+                } else {
+                    arg.default_value(value)
+                }
+            });
+        }
+        run
+    })
 }

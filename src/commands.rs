@@ -15,6 +15,7 @@ use rankmig::treematch::metrics::{LinkCosts, Metrics, evaluate};
 use rankmig::treematch::{MapError, MapOptions, baselines, map};
 
 use rankmig::availability::{Availability, AvailabilityError};
+use rankmig::config::{ConfigError, Configuration};
 use rankmig::output::plan::{SimulationStep, placement_rankfile_on, plan_text, simulation_text};
 use rankmig::output::simulation_csv;
 use rankmig::planner::{Placement, PlacementError, PlanError, PlanOptions};
@@ -29,6 +30,8 @@ use crate::cli::{
 /// exit code of each.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     #[error(transparent)]
     Matrix(#[from] MatrixError),
     #[error(transparent)]
@@ -136,8 +139,9 @@ impl CliError {
     }
 }
 
-/// Runs the parsed command line.
-pub fn run(cli: Cli) -> Result<(), CliError> {
+/// Runs the parsed command line, with the configuration files as read (their error
+/// stops `run` and `config`, before anything starts).
+pub fn run(cli: Cli, config: Result<Configuration, ConfigError>) -> Result<(), CliError> {
     match cli.command {
         Command::Map(args) => run_map(&args),
         Command::Cost(args) => run_cost(&args),
@@ -146,7 +150,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Plan(args) => run_plan(&args),
         Command::Simulate(args) => run_simulate(&args),
         Command::Inspect(args) => run_inspect(&args),
-        Command::Run(args) => run_job(&args),
+        Command::Run(args) => run_job(&args, &config?),
+        Command::Config(_) => print_configuration(&config?),
         Command::Report(args) => run_report(&args),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
@@ -449,7 +454,41 @@ fn run_inspect(args: &InspectArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn run_job(args: &RunArgs) -> Result<(), CliError> {
+/// `rankmig config`: each setting, its effective value and where it comes from.
+fn print_configuration(config: &Configuration) -> Result<(), CliError> {
+    let (user, site) = Configuration::paths();
+    let shown = |p: Option<PathBuf>| p.map_or("(none)".into(), |p| p.display().to_string());
+    let mut text = format!(
+        "# user file: {}\n# site file: {}\n",
+        shown(user),
+        shown(site)
+    );
+    for setting in rankmig::config::SETTINGS {
+        let (value, source) = config.effective(setting);
+        let value = value.unwrap_or_else(|| setting.default.to_owned());
+        text.push_str(&format!(
+            "{:<20} {:<28} {}  # {}\n",
+            setting.key, value, source, setting.doc
+        ));
+    }
+    (std::io::stdout().write_all(text.as_bytes())).map_err(|source| CliError::Write {
+        path: PathBuf::from("standard output"),
+        source,
+    })
+}
+
+/// The variables of the job's environment that the configuration files set (and the
+/// environment does not).
+fn job_environment(config: &Configuration) -> Vec<(String, String)> {
+    config
+        .from_files()
+        .into_iter()
+        .filter(|(setting, _)| setting.carrier == rankmig::config::Carrier::JobEnvironment)
+        .map(|(setting, value)| (setting.env.to_owned(), value))
+        .collect()
+}
+
+fn run_job(args: &RunArgs, config: &Configuration) -> Result<(), CliError> {
     use rankmig::allocation::Allocation;
     use rankmig::supervisor::launch::{absolute, load_spec};
     let (mut spec, restart) = match &args.restart {
@@ -469,7 +508,8 @@ fn run_job(args: &RunArgs) -> Result<(), CliError> {
                 Some(mpi) => mpi,
                 None => rankmig::launcher::detect()?,
             };
-            let spec = args.run_spec(run_dir, availability, allocation, rms, mpi);
+            let mut spec = args.run_spec(run_dir, availability, allocation, rms, mpi);
+            spec.env.extend(job_environment(config));
             spec.check_new_hosts()?;
             (spec, false)
         }

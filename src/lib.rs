@@ -15,7 +15,7 @@
 //! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`] |
 //! | launching and writing plans | [`emulated_cluster`], [`launcher`] (one file per MPI implementation), [`rms`] (Slurm), [`output`] (mappings, placements and plans as files and text) |
 //! | planning | [`planner`], [`treematch`] |
-//! | inputs | [`allocation`], [`availability`], [`topology`], [`matrix`], [`lines`], [`huge_pages`] |
+//! | inputs | [`config`] (site and user configuration files), [`allocation`], [`availability`], [`topology`], [`matrix`], [`lines`], [`huge_pages`] |
 //!
 //! `supervisor` and `migrate` are two programs: the supervisor imports the runtime's
 //! contract (its settings and records), never the other way round.
@@ -30,6 +30,8 @@ pub mod availability;
 #[cfg(feature = "mpi")]
 pub mod capi;
 pub mod checkpoint;
+#[cfg(feature = "tools")]
+pub mod config;
 #[cfg(feature = "tools")]
 pub mod emulated_cluster;
 pub mod huge_pages;

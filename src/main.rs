@@ -6,11 +6,15 @@
 mod cli;
 mod commands;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 fn main() {
     ask_hwloc_for_reasons();
-    let args = cli::Cli::parse();
+    // Read before the command line: the files give `rankmig run` its defaults. An error
+    // stops `rankmig run` and `rankmig config` only (commands::run).
+    let config = rankmig::config::Configuration::load();
+    let matches = cli::command_with(config.as_ref().ok()).get_matches();
+    let args = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if !matches!(
         args.command,
         cli::Command::Run(_) | cli::Command::EmulatedHost(_)
@@ -18,7 +22,7 @@ fn main() {
         end_quietly_on_closed_output();
     }
     init_logger(args.quiet, args.verbose);
-    if let Err(err) = commands::run(args) {
+    if let Err(err) = commands::run(args, config) {
         eprintln!("rankmig: error: {err}");
         std::process::exit(err.exit_code());
     }
