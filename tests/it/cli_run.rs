@@ -170,3 +170,60 @@ fn output_piped_into_head_ends_without_a_panic() {
         stderr(&out)
     );
 }
+
+/// A configuration file with an unknown key, named by `RANKMIG_CONFIG`, stops `rankmig
+/// run` before anything starts: the file, line and key are named, no run directory is
+/// made and the program never runs. `rankmig config` says where each value comes from.
+#[test]
+fn a_broken_configuration_file_stops_rankmig_run_before_the_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("av"), "n1 2\n").unwrap();
+    let config = d.join("rankmig.toml");
+    fs::write(&config, "[run]\nsettle = 1\n\n[checkpoint]\nsecond = 10\n").unwrap();
+    let out = rankmig()
+        .current_dir(d)
+        .env("RANKMIG_CONFIG", &config)
+        .args(["run", "-n", "2", "-a", "av", "--run-dir", "run", "--"])
+        .args(["touch", "launched"])
+        .output()
+        .expect("rankmig run");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let expected = format!("{}:5: unknown key `checkpoint.second`", config.display());
+    assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+    assert!(!d.join("run").exists() && !d.join("launched").exists());
+
+    fs::write(
+        &config,
+        "[run]\nsettle = 1.5\n\n[checkpoint]\nseconds = 10\n",
+    )
+    .unwrap();
+    let shown = rankmig()
+        .env("RANKMIG_CONFIG", &config)
+        .env("RANKMIG_SPAWN_TIMEOUT", "45")
+        .arg("config")
+        .output()
+        .expect("rankmig config");
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no {key} in {text}"))
+            .to_owned()
+    };
+    assert!(line("run.settle ").contains("1.5 "), "{text}");
+    assert!(
+        line("run.settle ").contains(&format!("{}:2", config.display())),
+        "{text}"
+    );
+    assert!(
+        line("checkpoint.seconds ").contains(&format!("{}:5", config.display())),
+        "{text}"
+    );
+    assert!(
+        line("run.spawn_timeout ").contains("environment RANKMIG_SPAWN_TIMEOUT"),
+        "{text}"
+    );
+    assert!(line("checkpoint.keep ").contains("default"), "{text}");
+}
