@@ -14,7 +14,7 @@ use crate::support;
 use crate::support::job::{Job, retry_on_hang, wait_for};
 use crate::support::{
     checksum, has_committed_epoch, jacobi, live_hosts, mpi_lock, namespaces_available, per_host,
-    rankmig, wait_until,
+    rankmig, records, wait_until,
 };
 
 /// How long a step of a job (its start, a migration, iterations after it) may take.
@@ -247,14 +247,6 @@ fn a_c_program_killed_with_sigkill_restarts_from_its_checkpoint() {
 fn a_fortran_program_killed_with_sigkill_restarts_from_its_checkpoint() {
     let _lock = mpi_lock();
     killed_and_restarted(Twin::Fortran);
-}
-
-fn records(run: &Path) -> Vec<serde_json::Value> {
-    fs::read_to_string(run.join("reconfigurations.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// Replaces the availability file atomically.

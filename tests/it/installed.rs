@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::support::job::{Job, retry_on_hang, set_availability, wait_for};
-use crate::support::{checksum, iterations_of, mpi_lock, plain_launch_with, wait_until};
+use crate::support::{checksum, iterations_of, mpi_lock, plain_launch_with, records, wait_until};
 
 /// How long a step of a job (its start, a migration) may take.
 const JOB_WAIT: Duration = Duration::from_secs(120);
@@ -401,13 +401,4 @@ fn a_fortran_code_built_with_cmake_migrates_live_under_the_installed_rankmig() {
         "plain run",
     );
     assert_eq!(got, checksum(&plain));
-}
-
-/// The records of `run/reconfigurations.jsonl`.
-fn records(run: &Path) -> Vec<serde_json::Value> {
-    fs::read_to_string(run.join("reconfigurations.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }

@@ -401,3 +401,13 @@ pub fn processes_csv(run_dir: &Path) -> Vec<(usize, u32, String, String)> {
         })
         .collect()
 }
+
+/// The records of `run/reconfigurations.jsonl`, as JSON values (lines that do not read
+/// are left out; none before the first reconfiguration).
+pub fn records(run: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run.join("reconfigurations.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
