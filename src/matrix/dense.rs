@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::reader::{self, LineFormat, Next, next_field, scan_field, skip_spaces};
-use super::{CommMatrix, MAX_RANKS, MatrixError, huge_pages};
+use super::{CommMatrix, MAX_RANKS, MatrixError, room};
 
 /// Parses the dense format from text. Blank lines and `#` comments are ignored, CRLF is
 /// accepted.
@@ -28,7 +28,7 @@ const ZEROS: &[u8; 8] = b"0 0 0 0 ";
 struct Rows {
     /// Faults in the room reserved for `columns` and `values`; first, so that it is
     /// dropped (its thread joined) before them.
-    prefault: Option<huge_pages::Prefault>,
+    prefault: Option<room::Prefault>,
     origin: String,
     /// Values per row: the count of the first row.
     order: Option<usize>,
@@ -95,8 +95,8 @@ impl LineFormat for Rows {
         }
         drop(self.prefault);
         let (mut columns, mut values) = (self.columns, self.values);
-        huge_pages::trim(&mut columns);
-        huge_pages::trim(&mut values);
+        room::trim(&mut columns);
+        room::trim(&mut values);
         CommMatrix::from_sorted_rows(
             order,
             self.row_start,
@@ -160,9 +160,9 @@ impl Rows {
         let by_order = order.saturating_mul(order.saturating_sub(1));
         let by_length = usize::try_from(self.input_bytes / 2).unwrap_or(usize::MAX);
         let bound = by_order.min(by_length);
-        huge_pages::reserve(&mut self.columns, bound);
-        huge_pages::reserve(&mut self.values, bound);
-        self.prefault = huge_pages::Prefault::start(&self.columns, &self.values);
+        room::reserve(&mut self.columns, bound);
+        room::reserve(&mut self.values, bound);
+        self.prefault = room::Prefault::start(&self.columns, &self.values);
     }
 
     /// Closes the row of `columns` values read from line `line`: the first row sets the

@@ -22,9 +22,9 @@ mod dense;
 mod detect;
 mod edges;
 mod graph;
-mod huge_pages;
 mod prof;
 mod reader;
+mod room;
 
 use std::path::{Path, PathBuf};
 
