@@ -91,444 +91,289 @@ pub(super) unsafe fn per_rank(comm: MPI_Comm, counts: *const c_int, datatype: MP
     );
 }
 
-macro_rules! blocking_send {
-    ($name:ident, $pmpi:ident) => {
-        /// Interposed: counts the send, then calls the library.
-        ///
-        /// # Safety
-        /// The caller passes valid MPI arguments, as for the MPI function.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            buf: *const c_void,
-            count: c_int,
-            datatype: MPI_Datatype,
-            dest: c_int,
-            tag: c_int,
-            comm: MPI_Comm,
-        ) -> c_int {
-            record_send(comm, dest, count, datatype);
-            // SAFETY: forwarded as received.
-            unsafe { ffi::$pmpi(buf, count, datatype, dest, tag, comm) }
-        }
-    };
-}
-
-macro_rules! immediate_send {
-    ($name:ident, $pmpi:ident) => {
-        /// Interposed: counts the send, then calls the library.
-        ///
-        /// # Safety
-        /// The caller passes valid MPI arguments, as for the MPI function.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            buf: *const c_void,
-            count: c_int,
-            datatype: MPI_Datatype,
-            dest: c_int,
-            tag: c_int,
-            comm: MPI_Comm,
-            request: *mut MPI_Request,
-        ) -> c_int {
-            record_send(comm, dest, count, datatype);
-            // SAFETY: forwarded as received.
-            unsafe { ffi::$pmpi(buf, count, datatype, dest, tag, comm, request) }
-        }
-    };
-}
-
-blocking_send!(MPI_Send, PMPI_Send);
-blocking_send!(MPI_Ssend, PMPI_Ssend);
-blocking_send!(MPI_Bsend, PMPI_Bsend);
-blocking_send!(MPI_Rsend, PMPI_Rsend);
-immediate_send!(MPI_Isend, PMPI_Isend);
-immediate_send!(MPI_Issend, PMPI_Issend);
-immediate_send!(MPI_Ibsend, PMPI_Ibsend);
-immediate_send!(MPI_Irsend, PMPI_Irsend);
-
-/// Interposed: remembers a persistent send, counted at each start.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Send_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: forwarded as received.
-    let rc = unsafe { ffi::PMPI_Send_init(buf, count, datatype, dest, tag, comm, request) };
-    if rc == ffi::MPI_SUCCESS as c_int && !request.is_null() {
-        // SAFETY: the library just wrote the request handle.
-        record_persistent(unsafe { *request }, comm, dest, count, datatype);
-    }
-    rc
-}
-
-/// Interposed: counts a started persistent send.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
-    if !request.is_null() {
-        // SAFETY: a request handle owned by the caller.
-        record_starts(std::slice::from_ref(unsafe { &*request }));
-    }
-    // SAFETY: forwarded as received.
-    unsafe { ffi::PMPI_Start(request) }
-}
-
-/// Interposed: counts started persistent sends.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Startall(count: c_int, requests: *mut MPI_Request) -> c_int {
-    if !requests.is_null() {
-        let n = usize::try_from(count).unwrap_or(0);
-        // SAFETY: the caller's array has `count` handles.
-        record_starts(unsafe { std::slice::from_raw_parts(requests, n) });
-    }
-    // SAFETY: forwarded as received.
-    unsafe { ffi::PMPI_Startall(count, requests) }
-}
-
-/// Interposed: forgets a freed persistent request.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
-    if !request.is_null() {
-        // SAFETY: a request handle owned by the caller.
-        forget_request(unsafe { *request });
-    }
-    // SAFETY: forwarded as received.
-    unsafe { ffi::PMPI_Request_free(request) }
-}
-
-/// Interposed: forgets the rank translation of a freed communicator.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    if !comm.is_null() {
-        forget_translations();
-    }
-    // SAFETY: forwarded as received.
-    unsafe { ffi::PMPI_Comm_free(comm) }
-}
-
-/// Interposed: counts the send half.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Sendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    record_send(comm, dest, sendcount, sendtype);
-    // SAFETY: forwarded as received.
-    unsafe {
-        ffi::PMPI_Sendrecv(
-            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-            recvtag, comm, status,
-        )
-    }
-}
-
-/// Interposed: counts the send half.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Sendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    record_send(comm, dest, count, datatype);
-    // SAFETY: forwarded as received.
-    unsafe {
-        ffi::PMPI_Sendrecv_replace(
-            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
-        )
-    }
-}
-
-/// Interposed: the root sends the buffer to every other rank.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Bcast(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    if active() && is_root(comm, root) {
+/// Counts a collective in which every rank sends `count` elements to every other rank.
+fn each_to_all_others(comm: MPI_Comm, count: c_int, datatype: MPI_Datatype) {
+    if active() {
         to_all_others(comm, bytes_of(count, datatype));
     }
-    // SAFETY: forwarded as received.
-    unsafe { ffi::PMPI_Bcast(buffer, count, datatype, root, comm) }
 }
 
-/// Interposed: every other rank sends its buffer to the root.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Reduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
+/// Counts a collective in which every other rank sends `count` elements to the root.
+fn others_to_root(comm: MPI_Comm, root: c_int, count: c_int, datatype: MPI_Datatype) {
     if active() {
         to_root(comm, root, bytes_of(count, datatype));
     }
-    // SAFETY: forwarded as received.
-    unsafe { ffi::PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }
 }
 
-/// Interposed: every rank sends its buffer to every other rank.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Allreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    if active() {
+/// Counts a collective in which the root sends `count` elements to every other rank.
+fn root_to_others(comm: MPI_Comm, root: c_int, count: c_int, datatype: MPI_Datatype) {
+    if active() && is_root(comm, root) {
         to_all_others(comm, bytes_of(count, datatype));
     }
-    // SAFETY: forwarded as received.
-    unsafe { ffi::PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
-/// Interposed: every other rank sends its part to the root.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Gather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    if active() {
-        to_root(comm, root, bytes_of(sendcount, sendtype));
-    }
-    // SAFETY: forwarded as received.
-    unsafe {
-        ffi::PMPI_Gather(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-        )
-    }
-}
-
-/// Interposed: every other rank sends its part to the root.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Gatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    if active() {
-        to_root(comm, root, bytes_of(sendcount, sendtype));
-    }
-    // SAFETY: forwarded as received.
-    unsafe {
-        ffi::PMPI_Gatherv(
-            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
-        )
-    }
-}
-
-/// Interposed: the root sends each other rank its part.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Scatter(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    if active() && is_root(comm, root) {
-        to_all_others(comm, bytes_of(sendcount, sendtype));
-    }
-    // SAFETY: forwarded as received.
-    unsafe {
-        ffi::PMPI_Scatter(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-        )
-    }
-}
-
-/// Collectives where every rank sends `sendcount` elements to every other rank
-/// (`Allgather`, `Alltoall`): same signature, same model.
-macro_rules! to_everyone {
-    ($name:ident, $pmpi:ident) => {
-        /// Interposed: every rank sends its part to every other rank.
+/// The C entry points: each takes the place of the MPI library's function of the same
+/// name, runs its `before` block (counting; the arguments are in scope), calls the
+/// library's `PMPI_` entry with the arguments unchanged and returns its result. An
+/// `after(rc)` block instead runs once the library has answered `rc`.
+macro_rules! interpose {
+    ($(
+        $(#[doc = $doc:literal])+
+        fn $name:ident => $pmpi:ident($($arg:ident: $ty:ty),+ $(,)?)
+        $(before $before:block)?
+        $(after($rc:ident) $after:block)?
+    )+) => {$(
+        $(#[doc = $doc])+
         ///
         /// # Safety
         /// The caller passes valid MPI arguments, as for the MPI function.
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            sendbuf: *const c_void,
-            sendcount: c_int,
-            sendtype: MPI_Datatype,
-            recvbuf: *mut c_void,
-            recvcount: c_int,
-            recvtype: MPI_Datatype,
-            comm: MPI_Comm,
-        ) -> c_int {
-            if active() {
-                to_all_others(comm, bytes_of(sendcount, sendtype));
-            }
+        pub unsafe extern "C" fn $name($($arg: $ty),+) -> c_int {
+            $(
+                #[allow(unused_unsafe)]
+                // SAFETY: the caller's arguments of the MPI call.
+                unsafe { $before };
+            )?
             // SAFETY: forwarded as received.
-            unsafe {
-                ffi::$pmpi(
-                    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                )
-            }
+            let rc = unsafe { ffi::$pmpi($($arg),+) };
+            $(
+                let $rc = rc;
+                #[allow(unused_unsafe)]
+                // SAFETY: the caller's arguments, as the library left them.
+                unsafe { $after };
+            )?
+            rc
         }
+    )+};
+}
+
+/// Sends of one buffer to one rank (`Send`, `Ssend`, `Bsend`, `Rsend`; with a request,
+/// `Isend`, `Issend`, `Ibsend`, `Irsend`): same signature, counted alike.
+macro_rules! send {
+    ($($name:ident => $pmpi:ident $(, $request:ident)?;)+) => {
+        interpose! {$(
+            /// Interposed: counts the send, then calls the library.
+            fn $name => $pmpi(
+                buf: *const c_void,
+                count: c_int,
+                datatype: MPI_Datatype,
+                dest: c_int,
+                tag: c_int,
+                comm: MPI_Comm,
+                $($request: *mut MPI_Request,)?
+            )
+            before { record_send(comm, dest, count, datatype) }
+        )+}
     };
 }
 
-to_everyone!(MPI_Allgather, PMPI_Allgather);
-to_everyone!(MPI_Alltoall, PMPI_Alltoall);
-
-/// Interposed: every rank sends its part to every other rank.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    if active() {
-        to_all_others(comm, bytes_of(sendcount, sendtype));
-    }
-    // SAFETY: forwarded as received.
-    unsafe {
-        ffi::PMPI_Allgatherv(
-            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-        )
-    }
+send! {
+    MPI_Send => PMPI_Send;
+    MPI_Ssend => PMPI_Ssend;
+    MPI_Bsend => PMPI_Bsend;
+    MPI_Rsend => PMPI_Rsend;
+    MPI_Isend => PMPI_Isend, request;
+    MPI_Issend => PMPI_Issend, request;
+    MPI_Ibsend => PMPI_Ibsend, request;
+    MPI_Irsend => PMPI_Irsend, request;
 }
 
-/// Interposed: every rank sends rank i `sendcounts[i]` elements.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    if active() {
-        // SAFETY: one count per rank, as MPI requires.
-        unsafe { per_rank(comm, sendcounts, sendtype) };
-    }
-    // SAFETY: forwarded as received.
-    unsafe {
-        ffi::PMPI_Alltoallv(
-            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
-        )
-    }
+/// Collectives in which each rank sends one part of `sendcount` elements (`Allgather`,
+/// `Alltoall`, `Allgatherv`; with a root, `Gather`, `Scatter`, `Gatherv`): the same
+/// arguments but for the receive counts (in parentheses), counted by the function named
+/// after each.
+macro_rules! one_part_each {
+    ($(
+        $(#[doc = $doc:literal])+
+        fn $name:ident => $pmpi:ident($($recv:ident: $recv_ty:ty),+)$(, $root:ident)?: $count:ident;
+    )+) => {
+        interpose! {$(
+            $(#[doc = $doc])+
+            fn $name => $pmpi(
+                sendbuf: *const c_void,
+                sendcount: c_int,
+                sendtype: MPI_Datatype,
+                recvbuf: *mut c_void,
+                $($recv: $recv_ty,)+
+                recvtype: MPI_Datatype,
+                $($root: c_int,)?
+                comm: MPI_Comm,
+            )
+            before { $count(comm, $($root,)? sendcount, sendtype) }
+        )+}
+    };
 }
 
-/// Interposed: the root sends each other rank `sendcounts[i]` elements.
-///
-/// # Safety
-/// The caller passes valid MPI arguments, as for the MPI function.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Scatterv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    if active() && is_root(comm, root) {
-        // SAFETY: at the root, one count per rank, as MPI requires.
-        unsafe { per_rank(comm, sendcounts, sendtype) };
+one_part_each! {
+    /// Interposed: every rank sends its part to every other rank.
+    fn MPI_Allgather => PMPI_Allgather(recvcount: c_int): each_to_all_others;
+    /// Interposed: every rank sends its part to every other rank.
+    fn MPI_Alltoall => PMPI_Alltoall(recvcount: c_int): each_to_all_others;
+    /// Interposed: every rank sends its part to every other rank.
+    fn MPI_Allgatherv => PMPI_Allgatherv(recvcounts: *const c_int, displs: *const c_int):
+        each_to_all_others;
+    /// Interposed: every other rank sends its part to the root.
+    fn MPI_Gather => PMPI_Gather(recvcount: c_int), root: others_to_root;
+    /// Interposed: every other rank sends its part to the root.
+    fn MPI_Gatherv => PMPI_Gatherv(recvcounts: *const c_int, displs: *const c_int), root:
+        others_to_root;
+    /// Interposed: the root sends each other rank its part.
+    fn MPI_Scatter => PMPI_Scatter(recvcount: c_int), root: root_to_others;
+}
+
+interpose! {
+    /// Interposed: remembers a persistent send, counted at each start.
+    fn MPI_Send_init => PMPI_Send_init(
+        buf: *const c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    )
+    after(rc) {
+        if rc == ffi::MPI_SUCCESS as c_int && !request.is_null() {
+            // The library has just written the request handle.
+            record_persistent(*request, comm, dest, count, datatype);
+        }
     }
-    // SAFETY: forwarded as received.
-    unsafe {
-        ffi::PMPI_Scatterv(
-            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
-        )
+
+    /// Interposed: counts a started persistent send.
+    fn MPI_Start => PMPI_Start(request: *mut MPI_Request)
+    before {
+        if !request.is_null() {
+            // A request handle owned by the caller.
+            record_starts(std::slice::from_ref(&*request));
+        }
+    }
+
+    /// Interposed: counts started persistent sends.
+    fn MPI_Startall => PMPI_Startall(count: c_int, requests: *mut MPI_Request)
+    before {
+        if !requests.is_null() {
+            // The caller's array has `count` handles.
+            let n = usize::try_from(count).unwrap_or(0);
+            record_starts(std::slice::from_raw_parts(requests, n));
+        }
+    }
+
+    /// Interposed: forgets a freed persistent request.
+    fn MPI_Request_free => PMPI_Request_free(request: *mut MPI_Request)
+    before {
+        if !request.is_null() {
+            // A request handle owned by the caller.
+            forget_request(*request);
+        }
+    }
+
+    /// Interposed: forgets the rank translation of a freed communicator.
+    fn MPI_Comm_free => PMPI_Comm_free(comm: *mut MPI_Comm)
+    before {
+        if !comm.is_null() {
+            forget_translations();
+        }
+    }
+
+    /// Interposed: counts the send half.
+    fn MPI_Sendrecv => PMPI_Sendrecv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: MPI_Datatype,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        source: c_int,
+        recvtag: c_int,
+        comm: MPI_Comm,
+        status: *mut MPI_Status,
+    )
+    before { record_send(comm, dest, sendcount, sendtype) }
+
+    /// Interposed: counts the send half.
+    fn MPI_Sendrecv_replace => PMPI_Sendrecv_replace(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: MPI_Comm,
+        status: *mut MPI_Status,
+    )
+    before { record_send(comm, dest, count, datatype) }
+
+    /// Interposed: the root sends the buffer to every other rank.
+    fn MPI_Bcast => PMPI_Bcast(
+        buffer: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        root: c_int,
+        comm: MPI_Comm,
+    )
+    before { root_to_others(comm, root, count, datatype) }
+
+    /// Interposed: every other rank sends its buffer to the root.
+    fn MPI_Reduce => PMPI_Reduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        op: MPI_Op,
+        root: c_int,
+        comm: MPI_Comm,
+    )
+    before { others_to_root(comm, root, count, datatype) }
+
+    /// Interposed: every rank sends its buffer to every other rank.
+    fn MPI_Allreduce => PMPI_Allreduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        op: MPI_Op,
+        comm: MPI_Comm,
+    )
+    before { each_to_all_others(comm, count, datatype) }
+
+    /// Interposed: every rank sends rank i `sendcounts[i]` elements.
+    fn MPI_Alltoallv => PMPI_Alltoallv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    )
+    before {
+        if active() {
+            // One count per rank, as MPI requires.
+            per_rank(comm, sendcounts, sendtype);
+        }
+    }
+
+    /// Interposed: the root sends each other rank `sendcounts[i]` elements.
+    fn MPI_Scatterv => PMPI_Scatterv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        displs: *const c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        root: c_int,
+        comm: MPI_Comm,
+    )
+    before {
+        if active() && is_root(comm, root) {
+            // At the root, one count per rank, as MPI requires.
+            per_rank(comm, sendcounts, sendtype);
+        }
     }
 }
