@@ -12,7 +12,7 @@
 //! |---|---|
 //! | programs | `rankmig` CLI (`src/main.rs`, `src/cli.rs`, `src/commands.rs`); [`supervisor`] (`rankmig run`); [`report`] (`rankmig report`); [`capi`] (C and Fortran interface) |
 //! | runtime in every rank | [`migrate`] (the job, migration protocol, run-directory records) |
-//! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`] |
+//! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`](mod@checkpoint) |
 //! | launching and writing plans | [`emulated_cluster`], [`launcher`] (one file per MPI implementation), [`rms`] (Slurm), [`output`] (mappings, placements and plans as files and text) |
 //! | planning | [`planner`], [`treematch`] |
 //! | inputs | [`config`] (site and user configuration files), [`allocation`], [`availability`], [`topology`], [`matrix`], [`lines`], [`huge_pages`] |

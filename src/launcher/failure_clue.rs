@@ -18,7 +18,7 @@ pub enum FailureClue {
         /// The signal.
         signal: i32,
     },
-    /// The rank a block of messages is about (Open MPI: "Process name: [[J,1],R]").
+    /// The rank a block of messages is about (Open MPI: `Process name: [[J,1],R]`).
     ProcessName(usize),
     /// The exit code of the process the current block is about (Open MPI "Exit code:
     /// C"; hydra "EXIT CODE: C", which for a killed process is the signal's number).
@@ -35,7 +35,7 @@ pub enum FailureClue {
     /// Killed (signal 9)").
     KilledBy(i32),
     /// The wait status of every rank, host by host in rank order (hydra's
-    /// `-print-all-exitcodes` line: "[mpiexec@vm] Exit codes: [h1] 0,9 [h2] 0,768").
+    /// `-print-all-exitcodes` line: `[mpiexec@vm] Exit codes: [h1] 0,9 [h2] 0,768`).
     ExitStatuses(Vec<(String, Vec<i32>)>),
 }
 

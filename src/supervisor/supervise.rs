@@ -18,7 +18,7 @@
 //!
 //! A migration whose spawn has not completed after `--spawn-timeout` is stopped, and
 //! the job launched again from the checkpoint the ranks committed before that spawn
-//! ([`super::spawn_watch`]).
+//! ([`spawn_watch`]).
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
@@ -532,7 +532,7 @@ fn stop_if_misplaced(
 
 /// Stops a job whose spawn has not completed within the spawn timeout, and asks for
 /// its launch again from the checkpoint the ranks committed before the spawn (see
-/// [`super::spawn_watch`]).
+/// [`spawn_watch`]).
 struct SpawnWatch {
     run_dir: PathBuf,
     /// `None`: not watched (`--spawn-timeout 0`, or already acted on).
