@@ -6,9 +6,15 @@
 # cluster, the C interface example and the Slurm scenarios again with Debian's Open MPI
 # 4.1.4 (with its C and Fortran examples), MPICH (with the migration tests on one host)
 # and Open MPI 5 (from PyPI, see scripts/setup.sh), and the C and Fortran examples with
-# Debian's MPICH 4.0.2, each built in its own target directory with its own MPI first on
-# PATH (Open MPI 5 moves ranks across hosts by relaunching from a checkpoint: it cannot
-# spawn there).
+# Debian's MPICH 4.0.2, each built with its own MPI first on PATH (Open MPI 5 moves
+# ranks across hosts by relaunching from a checkpoint: it cannot spawn there).
+#
+# Every build is in one target directory, target/test-sh: the dependencies that do not
+# depend on the MPI are built once. Only mpi-sys, mpi and rankmig do, and mpi-sys's build
+# script does not run again when PATH changes (it asks to rerun only when its C shim
+# changes; rankmig's build.rs reruns on PATH): `use_mpi` removes mpi-sys's build before
+# each implementation's, so that mpi-sys, mpi and rankmig are built again against the
+# MPI first on PATH, and tests/it/linked_mpi.rs checks what the binaries link.
 #
 # Every test runs even when one fails (--no-fail-fast); the script then exits
 # non-zero and lists what failed. RANKMIG_TEST_MPIS="mpich" (or "") limits the
@@ -33,15 +39,27 @@ step() {
 }
 
 ROOT=$PWD
+export CARGO_TARGET_DIR=$ROOT/target/test-sh
+# Sets `with_mpi` to run a command with `$2` (a directory; none: the system's MPI) first
+# on PATH, and removes mpi-sys's build so that the next build is against that MPI.
+use_mpi() {
+  local name=$1 bin=${2-}
+  with_mpi=(env)
+  if [ -n "$bin" ]; then
+    with_mpi=(env "PATH=$bin:$PATH")
+  fi
+  step "forget the last MPI's mpi-sys ($name)" cargo clean --quiet --release -p mpi-sys
+}
+
 step "lib without MPI" cargo test --release --no-fail-fast --no-default-features --lib
 
 # Open MPI 4.1.8 (PyPI): every test but the Fortran ones and the comparison with Open
 # MPI's own counting (the wheel has neither Fortran wrappers nor `pml monitoring`;
 # Debian's Open MPI 4.1.4 runs them below, and MPICH 4.0.2 the Fortran ones).
-ompi418=(env "PATH=$ROOT/target/mpi/openmpi418/bin:$PATH" "CARGO_TARGET_DIR=$ROOT/target/openmpi418")
 if [ -x "$ROOT/target/mpi/openmpi418/bin/mpicc" ]; then
-  step "build (Open MPI 4.1.8)" "${ompi418[@]}" cargo build --release --all-targets
-  step "all tests (Open MPI 4.1.8)" "${ompi418[@]}" cargo test --release --no-fail-fast -- \
+  use_mpi openmpi418 "$ROOT/target/mpi/openmpi418/bin"
+  step "build (Open MPI 4.1.8)" "${with_mpi[@]}" cargo build --release --all-targets
+  step "all tests (Open MPI 4.1.8)" "${with_mpi[@]}" cargo test --release --no-fail-fast -- \
     --skip c_programs::the_c_and_fortran_twins --skip c_programs::a_fortran_program \
     --skip c_programs::an_mpi_f08_program --skip c_programs::the_mpi_f08_ring \
     --skip c_programs::the_traffic_of_fortran \
@@ -52,9 +70,9 @@ fi
 
 for impl in ${RANKMIG_TEST_MPIS-openmpi4 mpich openmpi5}; do
   if [ "$impl" = openmpi4 ]; then
-    # Debian's Open MPI 4.1.4 (/usr/bin, external PMIx 4): the default target directory.
-    # Its spawns hang now and then (openpmix#2735): the migration tests try three times.
-    with_impl=(env)
+    # Debian's Open MPI 4.1.4 (/usr/bin, external PMIx 4). Its spawns hang now and then
+    # (openpmix#2735): the migration tests try three times.
+    use_mpi "$impl" ""
     # installed::a_fortran_code: the Fortran example built with CMake against a prefix
     # installed by scripts/install.sh (PyPI's Open MPI 4.1.8 has no Fortran wrapper).
     c_tests=(c_programs:: monitor_mpi::live_matrix_agrees_with_open_mpi_monitoring
@@ -65,26 +83,26 @@ for impl in ${RANKMIG_TEST_MPIS-openmpi4 mpich openmpi5}; do
       failed+=("$impl: not installed in $prefix")
       continue
     fi
-    with_impl=(env "PATH=$prefix/bin:$PATH" "CARGO_TARGET_DIR=$ROOT/target/$impl")
+    use_mpi "$impl" "$prefix/bin"
     c_tests=(c_programs::a_c_program_migrates_live)
   fi
-  step "build ($impl)" "${with_impl[@]}" cargo build --release --lib --bins --examples --test it
+  step "build ($impl)" "${with_mpi[@]}" cargo build --release --lib --bins --examples --test it
   # Open MPI 5.0.11 cannot spawn under several daemons (Capabilities::
   # spawn_across_daemons): its scenarios across hosts move the ranks by a relaunch
   # from a checkpoint, and the tests expect that.
-  step "linked MPI and emulated cluster ($impl)" "${with_impl[@]}" \
+  step "linked MPI and emulated cluster ($impl)" "${with_mpi[@]}" \
     cargo test --release --no-fail-fast --test it -- linked_mpi:: cluster_mpi::
-  step "C programs ($impl)" "${with_impl[@]}" \
+  step "C programs ($impl)" "${with_mpi[@]}" \
     cargo test --release --no-fail-fast --test it -- "${c_tests[@]}"
   if [ "$impl" = mpich ]; then
     # MPICH's background migrations start their replacements by launches of `rankmig
     # run` (src/migrate/launch_request.rs): the migration tests, faults included, on
     # that path.
-    step "migrations on logical nodes ($impl)" "${with_impl[@]}" \
+    step "migrations on logical nodes ($impl)" "${with_mpi[@]}" \
       cargo test --release --no-fail-fast --test it -- migrate_mpi::
   fi
   # Under the emulated Slurm.
-  step "Slurm ($impl)" "${with_impl[@]}" cargo test --release --no-fail-fast --test it -- slurm_rms::
+  step "Slurm ($impl)" "${with_mpi[@]}" cargo test --release --no-fail-fast --test it -- slurm_rms::
 done
 
 # Debian's MPICH 4.0.2 (libmpich-dev: the MPICH with Fortran bindings here), through the
@@ -93,8 +111,12 @@ done
 # traffic is counted. It cannot spawn (Debian builds it with ch4:ucx, whose MPI_Open_port,
 # which MPI_Comm_spawn needs, says "MPIDI_UCX_get_local_upids(31): The function is
 # currently not supported with ucx netmod"), so its live migrations are not tested.
-mpich4=(env "PATH=$ROOT/scripts/mpich4-debian:$PATH" "CARGO_TARGET_DIR=$ROOT/target/mpich4")
-step "C and Fortran examples (Debian MPICH 4.0.2)" "${mpich4[@]}" \
+# What its tests run: the `rankmig` binary, the test binary, and the library with the
+# Jacobi example (tests/it/support's build_c_library builds them if not yet built).
+use_mpi mpich4 "$ROOT/scripts/mpich4-debian"
+step "build (Debian MPICH 4.0.2)" "${with_mpi[@]}" \
+  cargo build --release --lib --bins --test it --example jacobi
+step "C and Fortran examples (Debian MPICH 4.0.2)" "${with_mpi[@]}" \
   cargo test --release --no-fail-fast --test it -- c_programs::the_c_and_fortran_twins_print \
   c_programs::a_c_program_killed_with_sigkill c_programs::a_fortran_program_killed_with_sigkill \
   c_programs::the_traffic_of_ c_programs::the_mpi_f08_ring_prints_the_checksum_of_its_c_twin

@@ -71,8 +71,9 @@ fn every_command_example_runs() {
     for link in ["tests", "availability"] {
         std::os::unix::fs::symlink(root.join(link), dir.path().join(link)).unwrap();
     }
-    // `target` is this build's target directory (one per MPI, CARGO_TARGET_DIR), so that
-    // `target/release/examples/jacobi` is built against the MPI this test runs with.
+    // `target` is this build's target directory (CARGO_TARGET_DIR, built for one MPI at a
+    // time), so that `target/release/examples/jacobi` is built against the MPI this test
+    // runs with.
     let target_dir = bin.parent().expect("the target directory of the build");
     std::os::unix::fs::symlink(target_dir, dir.path().join("target")).unwrap();
     let path = format!(
