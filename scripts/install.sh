@@ -90,6 +90,17 @@ MAJOR=${VERSION%%.*}
 SONAME="librankmig.so.$MAJOR"
 echo "install.sh: rankmig $VERSION with $(command -v "$MPICC") and hwloc $(pkg-config --modversion hwloc) into $STAGE" >&2
 
+# mpi-sys does not notice another MPI on PATH: in a target directory last built with
+# another mpicc, its build is removed first, so that mpi-sys, mpi and rankmig are built
+# against this one.
+built_with="$CARGO_TARGET_DIR/rankmig-install-mpicc"
+if [ -f "$built_with" ] && [ "$(cat "$built_with")" != "$(command -v "$MPICC")" ]; then
+  echo "install.sh: $CARGO_TARGET_DIR was built with $(cat "$built_with"): rebuilding the MPI crates" >&2
+  cargo clean --quiet --release -p mpi-sys
+fi
+mkdir -p "$CARGO_TARGET_DIR"
+command -v "$MPICC" > "$built_with"
+
 # The command, with every feature.
 cargo build --release --bin rankmig
 mkdir -p "$STAGE/bin" "$STAGE/lib/pkgconfig" "$STAGE/lib/cmake/rankmig" "$STAGE/include" "$STAGE/share/rankmig"

@@ -40,6 +40,17 @@ step() {
 
 ROOT=$PWD
 export CARGO_TARGET_DIR=$ROOT/target/test-sh
+# apt-get and sudo as traps first on PATH for every step (after setup.sh, which may use
+# them): tests/it/installed.rs checks that scripts/install.sh calls neither. One PATH
+# for builds and tests alike, so that rankmig's build script (it reruns when PATH
+# changes) does not rebuild between them.
+export RANKMIG_TEST_TRAPS=$ROOT/target/traps
+mkdir -p "$RANKMIG_TEST_TRAPS"
+for trap in apt-get sudo; do
+  printf '#!/bin/sh\necho %s >> "$0.called"\nexit 1\n' "$trap" > "$RANKMIG_TEST_TRAPS/$trap"
+  chmod +x "$RANKMIG_TEST_TRAPS/$trap"
+done
+export PATH=$RANKMIG_TEST_TRAPS:$PATH
 # Sets `with_mpi` to run a command with `$2` (a directory; none: the system's MPI) first
 # on PATH, and removes mpi-sys's build so that the next build is against that MPI.
 use_mpi() {
@@ -49,6 +60,9 @@ use_mpi() {
     with_mpi=(env "PATH=$bin:$PATH")
   fi
   step "forget the last MPI's mpi-sys ($name)" cargo clean --quiet --release -p mpi-sys
+  # scripts/install.sh (tests/it/installed.rs) would do the same when the MPI it last
+  # built with differs: the build below is for this MPI.
+  rm -f "$CARGO_TARGET_DIR/rankmig-install-mpicc"
 }
 
 step "lib without MPI" cargo test --release --no-fail-fast --no-default-features --lib

@@ -25,24 +25,41 @@ fn build_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// A directory of `apt-get` and `sudo` stand-ins that record their call and fail.
-fn traps(dir: &Path) -> PathBuf {
+/// A directory of `apt-get` and `sudo` stand-ins that record their call and fail, and
+/// the `PATH` that puts it ahead of the real ones: scripts/test.sh's
+/// (`RANKMIG_TEST_TRAPS`, on its `PATH` for every step, so that the builds and this
+/// install see one `PATH` and nothing is rebuilt), or one made here.
+fn traps(dir: &Path) -> (PathBuf, String) {
+    let path = std::env::var("PATH").unwrap_or_default();
+    if let Some(traps) = std::env::var_os("RANKMIG_TEST_TRAPS").map(PathBuf::from) {
+        // Ahead of the directories of the real apt-get and sudo.
+        let at = |dir: &str| path.split(':').position(|d| d == dir);
+        let first = at(traps.to_str().unwrap_or("-"));
+        if first.is_some()
+            && [at("/usr/bin"), at("/bin")]
+                .iter()
+                .all(|real| first < *real || real.is_none())
+        {
+            return (traps, path);
+        }
+    }
     let bin = dir.join("traps");
     fs::create_dir_all(&bin).expect("traps dir");
     for name in ["apt-get", "sudo"] {
-        let path = bin.join(name);
+        let trap = bin.join(name);
         fs::write(
-            &path,
+            &trap,
             format!("#!/bin/sh\necho {name} >> \"$0.called\"\nexit 1\n"),
         )
         .expect("trap");
         Command::new("chmod")
             .arg("+x")
-            .arg(&path)
+            .arg(&trap)
             .status()
             .expect("chmod");
     }
-    bin
+    let path = format!("{}:{path}", bin.display());
+    (bin, path)
 }
 
 /// Runs `scripts/install.sh` with `args`, the traps first on `PATH`, in this binary's
@@ -50,12 +67,7 @@ fn traps(dir: &Path) -> PathBuf {
 fn install(args: &[&str], destdir: Option<&Path>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let work = build_dir().join("installed");
-    let traps = traps(&work);
-    let path = format!(
-        "{}:{}",
-        traps.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let (traps, path) = traps(&work);
     let mut cmd = Command::new("bash");
     cmd.arg(root.join("scripts/install.sh"))
         .args(args)
