@@ -6,7 +6,11 @@
 //! * what the application waits for at a save (serialisation into memory only);
 //! * read: restore (read, checksum, deserialise) against `fs::read` of the same
 //!   size (both from a warm page cache);
-//! * the `checkpoint!` call that does not save.
+//! * the `checkpoint!` call that does not save;
+//! * a time-interval cycle (4 MiB state, a save every 200 ms, 20 µs of work per
+//!   iteration): the mean cost of a `checkpoint!` call over saves, checks and commits,
+//!   and how long after its save an epoch is committed (the age of the newest
+//!   restartable point).
 //!
 //! Ends with a summary of medians and ratios to the baselines. Files go to a
 //! temporary directory under `target/` (override with `RANKMIG_BENCH_DIR`).
@@ -234,6 +238,59 @@ fn bench_tick(c: &mut Criterion) {
     g.finish();
 }
 
+/// Busy work of `d` (an iteration of the application).
+fn work(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+fn bench_cycle(c: &mut Criterion) {
+    const WORK: Duration = Duration::from_micros(20);
+    let tmp = bench_dir();
+    let state = State {
+        iter: 0,
+        data: vec![0.25; (4 << 20) / 8],
+    };
+    let cfg = CheckpointConfig::new(tmp.path().join("ckpt"))
+        .job("bench")
+        .every_duration(Duration::from_millis(200))
+        .keep(2);
+    let mut ctx = CheckpointContext::new(cfg, LocalCollective).expect("context");
+    let mut saved_at: Option<Instant> = None;
+    let mut committed = ctx.last_committed();
+    let mut g = c.benchmark_group("time_interval_cycle");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(6));
+    g.bench_function("call_with_20us_of_work", |b| {
+        b.iter_custom(|n| {
+            let mut in_calls = Duration::ZERO;
+            for _ in 0..n {
+                work(WORK);
+                let was_pending = ctx.uncommitted();
+                let t = Instant::now();
+                ctx.checkpoint(black_box(&state)).expect("cycle");
+                in_calls += t.elapsed();
+                if ctx.last_committed() != committed {
+                    committed = ctx.last_committed();
+                    if let Some(at) = saved_at.take() {
+                        record("commit after save", at.elapsed());
+                    }
+                }
+                if !was_pending && ctx.uncommitted() {
+                    saved_at = Some(t);
+                }
+            }
+            record_secs("call (cycle)", in_calls.as_secs_f64() / n as f64);
+            in_calls
+        })
+    });
+    g.finish();
+    ctx.finalize().expect("commit");
+}
+
 fn summary() {
     let mb = STATE_BYTES as f64 / f64::from(1u32 << 20);
     let line = |name: &str, base: Option<&str>| {
@@ -253,16 +310,24 @@ fn summary() {
     line("save wait", None);
     line("read baseline", None);
     line("read restore", Some("read baseline"));
-    for name in ["call (every N)", "call (time interval)"] {
+    for name in ["call (every N)", "call (time interval)", "call (cycle)"] {
         if let Some(m) = median(name) {
             println!("  {name:<24} median {:>10.2} ns per call", m * 1e9);
         }
+    }
+    if let Some(m) = median("commit after save") {
+        println!(
+            "  {:<24} median {:>10.3} ms (cycle: 4 MiB every 200 ms)",
+            "commit after save",
+            m * 1e3
+        );
     }
 }
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     bench_tick(&mut c);
+    bench_cycle(&mut c);
     let state = big_state();
     bench_write(&mut c, &state);
     bench_read(&mut c, &state);
