@@ -482,7 +482,8 @@ pub struct RunArgs {
     /// answer, without those that do not (lost). Not restarted: a job stopped by a
     /// signal to rankmig run, a job with no complete checkpoint, and the same rank
     /// ending the same way at the same iteration again after a restart (the
-    /// application's own failure).
+    /// application's own failure). The job's first checkpoint is then taken 2 s after
+    /// it starts (RANKMIG_CKPT_FIRST_SECONDS, unless set), not one interval later.
     #[arg(
         long,
         value_name = "N",

@@ -525,6 +525,9 @@ fn run_job(args: &RunArgs, config: &Configuration) -> Result<(), CliError> {
         rankmig::supervisor::launch::check_program(&spec)?;
         rankmig::supervisor::launch::claim_run_dir(&spec.run_dir, args.force)?;
     }
+    if args.auto_restart > 0 {
+        early_first_save(&mut spec);
+    }
     let code = rankmig::supervisor::supervise::run(&mut spec, restart, args.auto_restart)?;
     eprintln!(
         "rankmig: run recorded in {} (rankmig report {})",
@@ -592,6 +595,20 @@ fn rms_settings(
         release: args.rms_release,
         cap: args.availability.as_deref().map(absolute),
     }))
+}
+
+/// Under `--auto-restart`: the job's first checkpoint after
+/// [`rankmig::checkpoint::config::AUTO_RESTART_FIRST_SAVE`] (unless
+/// `RANKMIG_CKPT_FIRST_SECONDS` is set), so that a job failing in its first interval
+/// can restart.
+fn early_first_save(spec: &mut rankmig::supervisor::launch::RunSpec) {
+    use rankmig::checkpoint::config::{AUTO_RESTART_FIRST_SAVE, ENV_FIRST_SECONDS};
+    let set = std::env::var_os(ENV_FIRST_SECONDS).is_some()
+        || spec.env.iter().any(|(k, _)| k == ENV_FIRST_SECONDS);
+    if !set {
+        let secs = AUTO_RESTART_FIRST_SAVE.as_secs_f64().to_string();
+        spec.env.push((ENV_FIRST_SECONDS.to_owned(), secs));
+    }
 }
 
 /// Sets the launcher's variables of an emulated cluster in this process's environment

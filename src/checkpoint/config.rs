@@ -12,6 +12,14 @@ pub const ENV_DIR: &str = "RANKMIG_CKPT_DIR";
 pub const ENV_EVERY: &str = "RANKMIG_CKPT_EVERY";
 /// Save every S seconds, decided collectively (`RANKMIG_CKPT_SECONDS`).
 pub const ENV_SECONDS: &str = "RANKMIG_CKPT_SECONDS";
+/// The first save of a job after S seconds when that is sooner than the interval
+/// (`RANKMIG_CKPT_FIRST_SECONDS`; time interval mode); `rankmig run --auto-restart`
+/// sets it to [`AUTO_RESTART_FIRST_SAVE`] unless it is set.
+pub const ENV_FIRST_SECONDS: &str = "RANKMIG_CKPT_FIRST_SECONDS";
+/// The first save's delay `rankmig run --auto-restart` gives a job
+/// ([`ENV_FIRST_SECONDS`]): so that a job that fails in its first interval can restart
+/// from a checkpoint a few seconds old.
+pub const AUTO_RESTART_FIRST_SAVE: Duration = Duration::from_secs(2);
 /// Number of complete epochs kept (`RANKMIG_CKPT_KEEP`).
 pub const ENV_KEEP: &str = "RANKMIG_CKPT_KEEP";
 /// `1` to restart from the newest valid checkpoint (`RANKMIG_RESTART`).
@@ -44,6 +52,9 @@ pub struct CheckpointConfig {
     pub dir: PathBuf,
     /// When saves happen.
     pub interval: Interval,
+    /// Time interval mode: the first save of a job that has saved nothing and restored
+    /// nothing is due after this, if sooner than the interval.
+    pub first: Option<Duration>,
     /// Complete epochs kept (at least 1).
     pub keep: usize,
     /// Restart from the newest checkpoint instead of starting afresh.
@@ -62,6 +73,7 @@ impl CheckpointConfig {
         Self {
             dir: dir.into(),
             interval: Interval::Time(Duration::from_secs(300)),
+            first: None,
             keep: 2,
             restart: false,
             job: default_job_name(),
@@ -91,7 +103,10 @@ impl CheckpointConfig {
             self.interval = Interval::Calls(parse_num(ENV_EVERY, &v)?);
         }
         if let Some(v) = get(ENV_SECONDS) {
-            self.interval = Interval::Time(parse_seconds(&v)?);
+            self.interval = Interval::Time(parse_seconds(ENV_SECONDS, &v)?);
+        }
+        if let Some(v) = get(ENV_FIRST_SECONDS) {
+            self.first = Some(parse_seconds(ENV_FIRST_SECONDS, &v)?);
         }
         if let Some(v) = get(ENV_KEEP) {
             self.keep = usize::try_from(parse_num(ENV_KEEP, &v)?).unwrap_or(usize::MAX);
@@ -124,6 +139,13 @@ impl CheckpointConfig {
     /// Saves about every `d`.
     pub fn every_duration(mut self, d: Duration) -> Self {
         self.interval = Interval::Time(d);
+        self
+    }
+
+    /// Time interval mode: makes the first save of a job (nothing saved or restored yet)
+    /// due after `d` when that is sooner than the interval.
+    pub fn first_save_after(mut self, d: Duration) -> Self {
+        self.first = Some(d);
         self
     }
 
@@ -226,9 +248,9 @@ fn parse_num(name: &'static str, v: &str) -> Result<u64, CheckpointError> {
     })
 }
 
-fn parse_seconds(v: &str) -> Result<Duration, CheckpointError> {
+fn parse_seconds(name: &'static str, v: &str) -> Result<Duration, CheckpointError> {
     let err = |reason| CheckpointError::Config {
-        name: ENV_SECONDS,
+        name,
         value: v.into(),
         reason,
     };
@@ -280,6 +302,9 @@ mod tests {
         assert_eq!((c.keep, c.restart), (3, true));
         let c = c.with_vars(vars(&[(ENV_SECONDS, "0.5")])).unwrap();
         assert_eq!(c.interval, Interval::Time(Duration::from_millis(500)));
+        assert_eq!(c.first, None);
+        let c = c.with_vars(vars(&[(ENV_FIRST_SECONDS, "2")])).unwrap();
+        assert_eq!(c.first, Some(Duration::from_secs(2)));
     }
 
     #[test]
@@ -300,6 +325,15 @@ mod tests {
             base.clone()
                 .with_vars(vars(&[(ENV_RESTART, "maybe")]))
                 .is_err()
+        );
+        let e = base
+            .clone()
+            .with_vars(vars(&[(ENV_FIRST_SECONDS, "soon")]))
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("RANKMIG_CKPT_FIRST_SECONDS=\"soon\""),
+            "{e}"
         );
         assert!(base.clone().job("a\nb").validate().is_err());
         // a tab would be saved in the commit marker, which then reads as corrupt

@@ -16,6 +16,17 @@ use super::restore::{self, LocalFinder};
 use super::storage::{self, FORMAT_VERSION, FileHeader, HEADER_LEN};
 use super::writer::{WriteJob, WriteOutcome, Writer};
 
+/// Delay from a save to the first collective check of its write (time interval
+/// mode); each further check while the write goes on waits twice as long as the one
+/// before, up to [`COMMIT_CHECK_MAX`]. An epoch is so committed at most about twice its
+/// write's time (or [`COMMIT_CHECK_MAX`]) after its save, for a number of checks that
+/// grows with the logarithm of the write's time.
+pub const COMMIT_CHECK_FIRST: Duration = Duration::from_millis(10);
+
+/// Longest delay between two collective checks of a write in flight (time interval
+/// mode; see [`COMMIT_CHECK_FIRST`]).
+pub const COMMIT_CHECK_MAX: Duration = Duration::from_secs(1);
+
 /// Checkpoint/restart state of one rank.
 ///
 /// Build one per rank with the same configuration, restore (or create) the state
@@ -53,6 +64,8 @@ pub struct CheckpointContext<C: Collective = LocalCollective> {
     rate_sample: Option<(u64, u64)>,
     next_epoch: u64,
     pending: Option<u64>,
+    /// Collective checks of the write in flight so far (spaces the next one).
+    commit_checks: u32,
     outcome: Option<WriteOutcome>,
     writer: Writer,
     restored: Option<u64>,
@@ -116,6 +129,7 @@ impl<C: Collective> CheckpointContext<C> {
             rate_sample: None,
             next_epoch,
             pending: None,
+            commit_checks: 0,
             outcome: None,
             writer: Writer::new(),
             restored: None,
@@ -153,6 +167,7 @@ impl<C: Collective> CheckpointContext<C> {
             rate_sample: handover.rate_sample,
             next_epoch: handover.next_epoch,
             pending: None,
+            commit_checks: 0,
             outcome: None,
             writer: Writer::new(),
             restored: handover.restored,
@@ -361,13 +376,44 @@ impl<C: Collective> CheckpointContext<C> {
         if since > 0 && ag.elapsed_ns > 0 {
             self.rate_sample = Some((since, ag.elapsed_ns));
         }
-        let interval = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let interval = self.due_ns(d);
         if ag.elapsed_ns >= interval {
             self.save(state)
         } else {
-            self.next_event = self.calls + self.time_step(interval - ag.elapsed_ns);
+            let wait = self.next_check_ns(interval - ag.elapsed_ns);
+            self.next_event = self.calls + self.time_step(wait);
             Ok(())
         }
+    }
+
+    /// Nanoseconds from the last save (or the start) to the next save: the interval
+    /// `d`, or [`CheckpointConfig::first`] when shorter and no epoch was saved or
+    /// restored yet. Depends on agreed values only.
+    fn due_ns(&self, d: Duration) -> u64 {
+        let never_saved =
+            self.committed.is_none() && self.restored.is_none() && self.pending.is_none();
+        let due = match self.config.first {
+            Some(first) if never_saved => d.min(first),
+            _ => d,
+        };
+        u64::try_from(due.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Nanoseconds to the next time check when the next save is `to_save_ns` away:
+    /// sooner while a write is in flight, so that its epoch is committed soon after
+    /// every rank's write ended ([`COMMIT_CHECK_FIRST`], doubling up to
+    /// [`COMMIT_CHECK_MAX`]). Counts the check. Depends on agreed values only.
+    fn next_check_ns(&mut self, to_save_ns: u64) -> u64 {
+        if self.pending.is_none() {
+            return to_save_ns;
+        }
+        let first = u64::try_from(COMMIT_CHECK_FIRST.as_nanos()).unwrap_or(u64::MAX);
+        let max = u64::try_from(COMMIT_CHECK_MAX.as_nanos()).unwrap_or(u64::MAX);
+        let delay = first
+            .saturating_mul(1u64 << self.commit_checks.min(32))
+            .min(max);
+        self.commit_checks = self.commit_checks.saturating_add(1);
+        to_save_ns.min(delay)
     }
 
     /// Calls until the next time check: the calls expected in `remaining_ns` at the
@@ -389,7 +435,8 @@ impl<C: Collective> CheckpointContext<C> {
     }
 
     /// True while this rank's write of the last save is still going on (not
-    /// collective; the epoch is committed at the next collective call).
+    /// collective; the epoch is committed at the next collective check, soon after
+    /// every rank's write ended).
     pub fn writing(&mut self) -> bool {
         if self.pending.is_some() && self.outcome.is_none() && self.writer.poll() {
             self.outcome = self.writer.wait();
@@ -458,6 +505,7 @@ impl<C: Collective> CheckpointContext<C> {
             spare,
         })?;
         self.pending = Some(epoch);
+        self.commit_checks = 0;
         self.next_epoch = following;
         self.last_save_call = self.calls;
         self.last_save_time = Instant::now();
@@ -483,16 +531,19 @@ impl<C: Collective> CheckpointContext<C> {
         self.next_event = match self.config.interval {
             Interval::Calls(n) => {
                 let next_save = (self.calls / n + 1).saturating_mul(n);
-                let mid = self.last_save_call + n / 2;
-                if self.pending.is_some() && mid > self.calls {
-                    mid.min(next_save)
+                if self.pending.is_some() {
+                    // Checks 1, 2, 4, ... calls apart while the write goes on.
+                    let step = 1u64 << self.commit_checks.min(63);
+                    self.commit_checks = self.commit_checks.saturating_add(1);
+                    self.calls.saturating_add(step).min(next_save)
                 } else {
                     next_save
                 }
             }
             Interval::Time(d) => {
-                let interval = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-                self.calls + self.time_step(interval)
+                let interval = self.due_ns(d);
+                let wait = self.next_check_ns(interval);
+                self.calls + self.time_step(wait)
             }
         };
     }

@@ -405,3 +405,41 @@ fn epochs_left_directly_in_the_directory_are_named_in_the_restart_error() {
         "{text}"
     );
 }
+
+/// Time interval mode: the first save comes after `first_save_after` (not the hour's
+/// interval), and its epoch is committed once its write ended, long before the next
+/// save, on every rank.
+#[test]
+fn a_save_is_committed_soon_after_its_write_not_at_the_next_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let committed = on_ranks(3, move |rank, coll| {
+        let cfg = CheckpointConfig::new(&path)
+            .job("t")
+            .every_duration(Duration::from_secs(3600))
+            .first_save_after(Duration::from_millis(5));
+        let mut ctx = CheckpointContext::new(cfg, coll).unwrap();
+        let mut state = fresh(rank);
+        let start = std::time::Instant::now();
+        // Every rank stops at the same call: the commit is agreed collectively.
+        while ctx.last_committed().is_none() {
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "never committed"
+            );
+            step(&mut state);
+            std::thread::sleep(Duration::from_micros(200));
+            ctx.checkpoint(&state).unwrap();
+        }
+        let at = (ctx.last_committed(), ctx.calls());
+        ctx.finalize().unwrap();
+        at
+    });
+    assert!(
+        committed.iter().all(|c| *c == committed[0]),
+        "{committed:?}"
+    );
+    let epoch = committed[0].0.unwrap();
+    let epoch_dir = job_dir::job_epochs_dir(dir.path(), "t").join(epoch_dir_name(epoch));
+    assert!(epoch_dir.join(COMMIT_MARKER).exists());
+}

@@ -5,8 +5,8 @@
 //! decided collectively so all ranks save at the same call), serialises the state
 //! into memory with bincode and writes it on a background thread (one write in
 //! flight), one file per rank and one directory per epoch, atomically and with a
-//! checksum. Once every rank has written and checked its file, rank 0 writes the
-//! epoch's commit marker; older epochs beyond `keep` are then removed. At restart the
+//! checksum. Soon after every rank has written and checked its file (see below), rank
+//! 0 writes the epoch's commit marker; older epochs beyond `keep` are then removed. At restart the
 //! ranks agree on the newest committed epoch whose files verify everywhere.
 //!
 //! ```no_run
@@ -32,6 +32,7 @@
 //! ```
 //!
 //! Environment: `RANKMIG_CKPT_DIR`, `RANKMIG_CKPT_EVERY`, `RANKMIG_CKPT_SECONDS`,
+//! `RANKMIG_CKPT_FIRST_SECONDS`,
 //! `RANKMIG_CKPT_KEEP`, `RANKMIG_RESTART=1`, `RANKMIG_CKPT_JOB`,
 //! `RANKMIG_CKPT_ALLOW_SHARED_DIR=1` (see [`config`]).
 //!
@@ -45,9 +46,10 @@
 //!
 //! The directory must be visible to every rank (a shared file system) since rank 0
 //! writes the commit markers. An epoch is committed at the first collective check
-//! after all writes finish (half-way to the next save with a call interval, at the
-//! next time check with a time interval, at the latest at the next save or at
-//! [`CheckpointContext::finalize`]).
+//! after all writes finish: after a save the ranks check 1, 2, 4, ... calls apart with
+//! a call interval, and 10 ms, 20 ms, 40 ms, ... apart (at most
+//! [`context::COMMIT_CHECK_MAX`]) with a time interval; at the latest at the next save
+//! or at [`CheckpointContext::finalize`].
 //!
 //! # The directory belongs to its user
 //!

@@ -117,6 +117,9 @@ pub(super) struct CheckpointSettings {
     dir: PathBuf,
     every_calls: Option<u64>,
     every_nanos: Option<u64>,
+    /// [`CheckpointConfig::first`], in nanoseconds.
+    #[serde(default)]
+    first_nanos: Option<u64>,
     keep: usize,
     job: String,
 }
@@ -131,15 +134,19 @@ impl CheckpointSettings {
             dir: c.dir.clone(),
             every_calls,
             every_nanos,
+            first_nanos: c
+                .first
+                .map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64),
             keep: c.keep,
             job: c.job.clone(),
         }
     }
 
     pub(super) fn config(&self) -> CheckpointConfig {
-        let config = CheckpointConfig::new(&self.dir)
+        let mut config = CheckpointConfig::new(&self.dir)
             .keep(self.keep)
             .job(&self.job);
+        config.first = self.first_nanos.map(Duration::from_nanos);
         match (self.every_calls, self.every_nanos) {
             (Some(n), _) => config.every(n),
             (None, Some(ns)) => config.every_duration(Duration::from_nanos(ns)),
