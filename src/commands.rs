@@ -639,6 +639,14 @@ fn run_report(args: &ReportArgs) -> Result<(), CliError> {
     let report = read_run(&args.run_dir)?;
     let chart = svg(&report)?;
     print!("{}", table(&report));
+    let matrix = args.run_dir.join(rankmig::migrate::record::MATRIX);
+    if matrix.is_file() {
+        println!(
+            "communication matrix: {} (bytes between ranks, TreeMatch's format: rankmig run --matrix {})",
+            matrix.display(),
+            matrix.display()
+        );
+    }
     let path = args
         .svg
         .clone()

@@ -12,8 +12,10 @@
 //!   reconfigurations.jsonl   one JSON object per availability change
 //!   iterations/rank-R.csv    iteration,compute_ns,scheduling_ns,migration_ns per rank
 //!   iterations/rank-R.at     the iteration rank R is at (kept when its process dies)
-//!   processes.csv            rank,pid,node,core,event,cpus of every process of the job
+//!   processes.csv            rank,pid,node,core,event,cpus,time,epoch,iteration of every
+//!                            process event of the job (a rank killed, restarts included)
 //!   relaunch-request         the ranks ask rankmig run to launch the job again
+//!   matrix.mat               the live communication matrix (TreeMatch's dense format)
 //!   stalls.txt               rankmig run stopped a job whose ranks made no progress
 //!   misplaced.txt            rank,pid,host,planned host of a rank not on its planned host
 //! ```
@@ -23,6 +25,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+/// File of the run directory where rank 0 writes the job's live communication matrix
+/// (bytes sent between ranks since the launch started, carried across migrations) in
+/// TreeMatch's dense format, as `--matrix` (`--matrix-format dense`) reads it: at each
+/// availability change the job acts on, and when the job ends.
+pub const MATRIX: &str = "matrix.mat";
 
 /// File of the run directory by which the ranks ask `rankmig run` to launch the job again
 /// from the checkpoint they just took (see [`super::job::history`]); it holds the reason.
@@ -236,8 +244,108 @@ impl<'a> ProcessEvent<'a> {
 
     /// The process ended (or left) with this event.
     fn ends(&self) -> bool {
-        matches!(self.event, "left" | "finish" | "end" | "relaunch")
+        matches!(
+            self.event,
+            "left" | "finish" | "end" | "relaunch" | "killed" | "died"
+        )
     }
+}
+
+/// One line of [`PROCESSES`]: `rank,pid,node,core,event,cpus,time,epoch,iteration`,
+/// `time` in seconds since the Unix epoch (milliseconds), `epoch` the checkpoint epoch
+/// a `restarted` process restored (else empty), `iteration` its `checkpoint!` calls at
+/// the event when known (else empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessRow<'a> {
+    /// The rank.
+    pub rank: usize,
+    /// The process (0 when not known).
+    pub pid: u32,
+    /// Its node (host or logical node).
+    pub node: &'a str,
+    /// Its core, when known.
+    pub core: Option<usize>,
+    /// `start`, `restarted`, `arrived`, `left`, `relaunch`, `finish`, `end`, `killed`
+    /// or `died`.
+    pub event: &'a str,
+    /// The CPUs it may run on (`;`-separated), or empty.
+    pub cpus: &'a str,
+    /// The epoch restored from (`restarted`).
+    pub epoch: Option<u64>,
+    /// The iteration at the event.
+    pub iteration: Option<u64>,
+}
+
+impl ProcessRow<'_> {
+    /// Appends the row, timed now, to `run_dir`'s [`PROCESSES`]; a failure is logged.
+    pub fn append(&self, run_dir: &Path) {
+        let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+        let time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let line = format!(
+            "{},{},{},{},{},{},{time:.3},{},{}",
+            self.rank,
+            self.pid,
+            self.node,
+            opt(self.core.map(|c| c as u64)),
+            self.event,
+            self.cpus.replace(',', ";"),
+            opt(self.epoch),
+            opt(self.iteration)
+        );
+        let path = run_dir.join(PROCESSES);
+        if let Err(e) = append_line(&path, &line) {
+            log::warn!("cannot record a process event in {}: {e}", path.display());
+        }
+    }
+}
+
+/// The epoch and iteration the processes of the launch whose events start at `mark`
+/// restarted from (their `restarted` events), once every rank of `0..ranks` has one.
+///
+/// ```
+/// use rankmig::migrate::record::{PROCESSES, restarted_from};
+/// let dir = tempfile::tempdir().unwrap();
+/// let events = "0,11,n1,0,restarted,0,1.0,3,120\n";
+/// std::fs::write(dir.path().join(PROCESSES), events).unwrap();
+/// assert_eq!(restarted_from(dir.path(), 0, 2), None);
+/// std::fs::write(dir.path().join(PROCESSES), format!("{events}1,12,n2,0,restarted,0,1.0,3,120\n")).unwrap();
+/// assert_eq!(restarted_from(dir.path(), 0, 2), Some((3, 120)));
+/// ```
+pub fn restarted_from(run_dir: &Path, mark: u64, ranks: usize) -> Option<(u64, u64)> {
+    let new = events_after(run_dir, mark)?;
+    let mut seen = vec![false; ranks];
+    let mut from = None;
+    for line in new.lines() {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.get(4) != Some(&"restarted") {
+            continue;
+        }
+        let (Some(rank), Some(epoch), Some(iteration)) = (
+            f.first().and_then(|r| r.parse::<usize>().ok()),
+            f.get(7).and_then(|e| e.parse::<u64>().ok()),
+            f.get(8).and_then(|i| i.parse::<u64>().ok()),
+        ) else {
+            continue;
+        };
+        if let Some(s) = seen.get_mut(rank) {
+            *s = true;
+        }
+        from = Some((epoch, iteration));
+    }
+    seen.iter().all(|&s| s).then_some(from).flatten()
+}
+
+/// The process of rank `rank` in the events written to `run_dir` after `mark` (its
+/// last `start`, `restarted` or `arrived` event), if any.
+pub fn pid_of_rank(run_dir: &Path, mark: u64, rank: usize) -> Option<u32> {
+    let new = events_after(run_dir, mark)?;
+    new.lines()
+        .rev()
+        .filter_map(ProcessEvent::parse)
+        .find(|e| e.rank == rank && matches!(e.event, "start" | "restarted" | "arrived"))
+        .and_then(|e| e.pid.parse().ok())
 }
 
 /// The process events written to `run_dir`'s [`PROCESSES`] after `mark`, as text.

@@ -136,7 +136,7 @@ fn nothing_counted_once(records: &[Reconfiguration], ranks: usize) -> Option<Str
 pub fn nothing_counted(r: &Reconfiguration, ranks: usize) -> Option<String> {
     (ranks > 1 && r.live_bytes == Some(0.0)).then(|| {
         format!(
-            "no communication between the {ranks} ranks was counted (the live matrix is all zero at availability change {}): rankmig places them blind to their traffic. Its MPI calls may not be counted ones (one-sided, non-blocking or neighbourhood collectives, I/O) or may bypass rankmig's interposition (an MPI linked statically, or before librankmig); give the job's matrix with `rankmig run --matrix FILE` (TreeMatch's format, as RANKMIG_MATRIX_OUT writes it)",
+            "no communication between the {ranks} ranks was counted (the live matrix is all zero at availability change {}): rankmig places them blind to their traffic. Its MPI calls may not be counted ones (one-sided, non-blocking or neighbourhood collectives, I/O) or may bypass rankmig's interposition (an MPI linked statically, or before librankmig); give the job's matrix with `rankmig run --matrix FILE` (TreeMatch's format, as the run directory's matrix.mat is written)",
             r.index
         )
     })

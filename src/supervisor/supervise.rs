@@ -44,7 +44,7 @@ use super::stall_watch::{self, Stall, StallWatch};
 use crate::launcher::Launcher;
 use crate::migrate::record::{
     Misplaced, RELAUNCH_REQUEST, misplaced_after, misplaced_mark, processes_mark, request_relaunch,
-    unended_ranks,
+    restarted_from, unended_ranks,
 };
 use crate::migrate::spawn_watch;
 
@@ -130,6 +130,7 @@ fn run_launches(
     let mut previous: Option<RankFailure> = None;
     while outcome.code != 0 && outcome.stopped_by.is_none() && restarts < auto_restart {
         report_failure(spec, &outcome);
+        note_failure(spec, &outcome, shared.mark.load(Ordering::SeqCst));
         if let Some(why) = not_restartable(spec, &outcome, previous.as_ref()) {
             log::error!("{why}: not restarting");
             break;
@@ -152,6 +153,9 @@ fn run_launches(
         previous = outcome.failure.clone();
         outcome = launch_until_done(spec, LaunchKind::Relaunch, shared)?;
     }
+    if outcome.code != 0 && outcome.stopped_by.is_none() && restarts == auto_restart {
+        note_failure(spec, &outcome, shared.mark.load(Ordering::SeqCst));
+    }
     Ok(outcome.code)
 }
 
@@ -166,6 +170,30 @@ fn report_failure(spec: &RunSpec, outcome: &LaunchOutcome) {
             outcome.code
         ),
     }
+}
+
+/// Records the rank whose death ended the launch whose process events start at `mark`
+/// in `processes.csv`: a `killed` row (by a signal) or a `died` row (an exit code),
+/// with its process, host and iteration as far as they are known.
+fn note_failure(spec: &RunSpec, outcome: &LaunchOutcome, mark: u64) {
+    let Some(failure) = &outcome.failure else {
+        return;
+    };
+    let event = match failure.ending {
+        super::rank_failure::Ending::Signal(_) => "killed",
+        super::rank_failure::Ending::ExitCode(_) => "died",
+    };
+    crate::migrate::record::ProcessRow {
+        rank: failure.rank,
+        pid: crate::migrate::record::pid_of_rank(&spec.run_dir, mark, failure.rank).unwrap_or(0),
+        node: failure.host.as_deref().unwrap_or(""),
+        core: None,
+        event,
+        cpus: "",
+        epoch: None,
+        iteration: failure.iteration,
+    }
+    .append(&spec.run_dir);
 }
 
 /// Why a failed job is not restarted automatically, if it is not: no complete
@@ -404,6 +432,8 @@ fn watch_progress(
     let run_dir = spec.run_dir.clone();
     let mut run_dir_watch = RunDirWatch::new(spec);
     let mut releasing = false;
+    let launch_mark = shared.mark.load(Ordering::SeqCst);
+    let mut restart_told = false;
     std::thread::spawn(move || {
         // Stops the whole job: its launcher while it runs (with `signal`, or killed with
         // every process below it when `signal` is SIGKILL), and the replacement launches.
@@ -438,6 +468,14 @@ fn watch_progress(
             }
             if let Some(what) = run_dir_watch.check() {
                 log::error!("{what}");
+            }
+            if !restart_told {
+                if let Some((epoch, iteration)) = restarted_from(&run_dir, launch_mark, ranks) {
+                    restart_told = true;
+                    log::info!(
+                        "restarted from checkpoint epoch {epoch}, iteration {iteration} (every rank)"
+                    );
+                }
             }
             if last_round {
                 break;

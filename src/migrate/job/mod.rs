@@ -1,7 +1,6 @@
 //! The runtime an application holds: its communicator, its checkpoints, and the
 //! reconfiguration points where ranks migrate.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use mpi::environment::Universe;
@@ -386,6 +385,9 @@ impl Job {
         let state = self.ckpt.restore_or(fresh)?;
         self.calls = self.ckpt.calls();
         self.pacer = CheckPacer::starting_at(self.settings.check_spacing, self.calls);
+        if let Some(epoch) = self.ckpt.restored_epoch() {
+            self.note_process_row("restarted", Some(epoch));
+        }
         Ok(state)
     }
 
@@ -466,7 +468,7 @@ impl Job {
     pub fn finalize(&mut self) -> Result<(), MigrateError> {
         let _rankmig_traffic_is_not_counted = Paused::new();
         self.call_off_background_migration();
-        if std::env::var_os("RANKMIG_MATRIX_OUT").is_some() {
+        if self.settings.run_dir.is_some() || monitor::export::matrix_out().is_some() {
             let matrix = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
             self.export_matrix(&matrix);
         }
@@ -508,20 +510,27 @@ impl Job {
         self.pending_records.clear();
     }
 
-    /// Appends `rank,pid,node,core,event,cpus` to `processes.csv` (cpus = the CPUs the
-    /// process may run on, after binding).
+    /// Appends this process's `event` to `processes.csv` ([`record::ProcessRow`]; cpus =
+    /// the CPUs the process may run on, after binding).
     fn note_process(&self, event: &str) {
+        self.note_process_row(event, None);
+    }
+
+    /// [`Job::note_process`] with the checkpoint epoch the process restored.
+    fn note_process_row(&self, event: &str, epoch: Option<u64>) {
         if let Some(dir) = &self.settings.run_dir {
             let cpus = monitor::location::allowed_cpus().unwrap_or_default();
-            let line = format!(
-                "{},{},{},{},{event},{}",
-                self.comm.rank(),
-                std::process::id(),
-                self.location.node,
-                self.location.core,
-                cpus.replace(',', ";")
-            );
-            let _ = record::append_line(&dir.join(record::PROCESSES), &line);
+            record::ProcessRow {
+                rank: self.comm.rank() as usize,
+                pid: std::process::id(),
+                node: &self.location.node,
+                core: Some(self.location.core),
+                event,
+                cpus: &cpus,
+                epoch,
+                iteration: Some(self.calls),
+            }
+            .append(dir);
         }
     }
 
@@ -533,16 +542,21 @@ impl Job {
         }
     }
 
-    /// Rank 0 writes the matrix to `RANKMIG_MATRIX_OUT` (TreeMatch's format), if set.
+    /// Rank 0 writes the matrix to the run directory ([`record::MATRIX`]) and to
+    /// `RANKMIG_MATRIX_OUT` if set (TreeMatch's format).
     fn export_matrix(&self, matrix: &CommMatrix) {
         if !self.is_root() {
             return;
         }
-        let Some(path) = std::env::var_os("RANKMIG_MATRIX_OUT").map(PathBuf::from) else {
-            return;
-        };
-        if let Err(e) = monitor::export_matrix(matrix, &path) {
-            log::warn!("{e}");
+        let in_run_dir = self
+            .settings
+            .run_dir
+            .as_ref()
+            .map(|d| d.join(record::MATRIX));
+        for path in in_run_dir.into_iter().chain(monitor::export::matrix_out()) {
+            if let Err(e) = monitor::export_matrix(matrix, &path) {
+                log::warn!("{e}");
+            }
         }
     }
 }
