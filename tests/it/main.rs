@@ -44,6 +44,7 @@ mod monitor_mpi;
 mod planner;
 mod rankfile_mpirun;
 mod report;
+mod restart_early;
 mod shared_caches;
 mod size_bounds;
 mod slurm_rms;
