@@ -4,7 +4,16 @@
 //! region registered.
 //!
 //! Baseline measured in the same run: `MPI_Comm_rank` on the job's communicator, the
-//! cheapest MPI call a loop makes. `cargo bench --bench capi`.
+//! cheapest MPI call a loop makes.
+//!
+//! `availability_check`: the slow path a `checkpoint!` call takes about once a second
+//! under `rankmig run` (the pacing exchange, then rank 0 reads the availability file
+//! and broadcasts what it found), made of the same calls the job makes, without and
+//! with the contention watch (which reads `/proc/thread-self/schedstat` and turns the
+//! pacing broadcast into an all-gather of the waits). In a singleton the collectives
+//! cost little: the difference is mostly the schedstat read.
+//!
+//! `cargo bench --bench capi`.
 
 #[cfg(feature = "mpi")]
 fn main() {
@@ -43,9 +52,48 @@ fn main() {
         })
     });
     group.finish();
+    availability_check(&mut c, dir.path(), &universe.world());
     c.final_summary();
     assert_eq!(rankmig::capi::rankmig_finalize(), 0, "rankmig_finalize");
     drop(universe);
+}
+
+/// The availability check without and with the contention watch (see the module doc).
+#[cfg(feature = "mpi")]
+fn availability_check(
+    c: &mut criterion::Criterion,
+    dir: &std::path::Path,
+    world: &mpi::topology::SimpleCommunicator,
+) {
+    use std::hint::black_box;
+
+    use rankmig::contention::WaitReader;
+    use rankmig::migrate::job::pacing::{CheckPacer, CheckSpacing};
+    use rankmig::monitor::AvailabilityWatcher;
+
+    let av = dir.join("av");
+    std::fs::write(&av, "n1 2\nn2 2\n").expect("availability file");
+    let mut group = c.benchmark_group("availability_check");
+    let mut watcher = AvailabilityWatcher::new(&av);
+    let mut pacer = CheckPacer::starting_at(CheckSpacing::Millis(1000), 0);
+    let mut calls = 0u64;
+    group.bench_function("watch off", |b| {
+        b.iter(|| {
+            calls += 10;
+            pacer.after_check(world, calls);
+            black_box(watcher.check(world))
+        })
+    });
+    let mut reader = WaitReader::start().expect("this kernel gives schedstat");
+    group.bench_function("contention watch on", |b| {
+        b.iter(|| {
+            calls += 10;
+            let mine = reader.sample();
+            let all = pacer.after_check_gathering(world, calls, mine);
+            black_box((all, watcher.check_carrying(world, None)))
+        })
+    });
+    group.finish();
 }
 
 #[cfg(not(feature = "mpi"))]

@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 use rankmig::allocation::Allocation;
 use rankmig::availability::AvailabilityFormat;
+use rankmig::contention::{ContentionMode, ContentionSettings};
 use rankmig::launcher::MpiImplementation;
 use rankmig::matrix::MatrixFormat;
 use rankmig::output::MapFormat;
@@ -538,6 +539,25 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_stall_timeout, conflicts_with = "restart",
           env = "RANKMIG_STALL_TIMEOUT")]
     pub stall_timeout: Option<f64>,
+    /// Watch how long the ranks wait for a CPU and move ranks off a node where
+    /// something else takes their CPUs (see the manual, docs/contention.md). Alone or
+    /// `=act`: lowers such a node's cores for planning (never in the availability file)
+    /// and migrates; `=report`: records and warns only. Off by default.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "act", value_parser = parse_contention_mode)]
+    pub contention_watch: Option<ContentionMode>,
+    /// A node is contended when its ranks waited for a CPU more than this share of the
+    /// window (0.3 or 30%) beyond what the least-waiting node's ranks waited.
+    #[arg(long, value_name = "SHARE", default_value_t = rankmig::contention::DEFAULT_THRESHOLD,
+          value_parser = rankmig::contention::parse_threshold)]
+    pub contention_threshold: f64,
+    /// The contention watch adds waits up over SECONDS and decides once per window (at
+    /// most one move per window).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_window)]
+    pub contention_window: f64,
+    /// A node left for contention is not used again for SECONDS.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = parse_settle)]
+    pub contention_cooldown: f64,
     /// Look at the availability file every N `checkpoint!` calls instead of by time.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub check_every: Option<u64>,
@@ -594,6 +614,12 @@ impl RunArgs {
             stall_timeout_ms: self.stall_timeout.map(millis),
             rms,
             released_hosts: Vec::new(),
+            contention: ContentionSettings {
+                mode: self.contention_watch.unwrap_or_default(),
+                threshold: self.contention_threshold,
+                window_ms: millis(self.contention_window),
+                cooldown_ms: millis(self.contention_cooldown),
+            },
         }
     }
 }
@@ -631,6 +657,16 @@ pub struct ReportArgs {
 fn parse_mpi(text: &str) -> Result<rankmig::launcher::MpiImplementation, String> {
     text.parse()
         .map_err(|e: rankmig::launcher::LauncherError| e.to_string())
+}
+
+/// `--contention-watch=MODE`.
+fn parse_contention_mode(text: &str) -> Result<ContentionMode, String> {
+    text.parse()
+}
+
+/// A contention window: seconds, from 0.1 to one hour.
+fn parse_window(text: &str) -> Result<f64, String> {
+    parse_seconds_within(text, 0.1, 3600.0)
 }
 
 /// A settle time: seconds, from 0 to one hour.

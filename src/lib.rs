@@ -32,6 +32,7 @@ pub mod capi;
 pub mod checkpoint;
 #[cfg(feature = "tools")]
 pub mod config;
+pub mod contention;
 #[cfg(feature = "tools")]
 pub mod emulated_cluster;
 pub mod huge_pages;

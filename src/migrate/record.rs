@@ -524,6 +524,17 @@ pub fn iterations_file(run_dir: &Path, rank: usize) -> PathBuf {
     run_dir.join("iterations").join(format!("rank-{rank}.csv"))
 }
 
+/// The start of a reconfiguration's `change` when the contention watch made it
+/// (`contention: n1's ranks waited 61% of 10 s for a CPU; 0 of 1 core usable`).
+pub const CONTENTION_PREFIX: &str = "contention: ";
+
+impl Reconfiguration {
+    /// True when the contention watch made this reconfiguration, not an edit.
+    pub fn by_contention(&self) -> bool {
+        self.change.starts_with(CONTENTION_PREFIX)
+    }
+}
+
 /// Appends a reconfiguration record.
 pub fn append_reconfiguration(run_dir: &Path, r: &Reconfiguration) -> std::io::Result<()> {
     let line = serde_json::to_string(r).map_err(std::io::Error::other)?;
@@ -558,6 +569,10 @@ pub struct IterationRecord {
     pub scheduling: f64,
     /// Seconds migrating.
     pub migration: f64,
+    /// With the contention watch on, at the iterations that made an availability check:
+    /// the share of the wall time since the previous check that this rank waited for a
+    /// CPU (a fifth column, 0.000 to 1.000; absent elsewhere).
+    pub wait_share: Option<f64>,
 }
 
 /// Appends iteration records to a rank's file.
@@ -590,6 +605,9 @@ fn write_iteration_line(out: &mut Vec<u8>, r: &IterationRecord) {
         out.push(b',');
         out.extend_from_slice(number.format(nanoseconds(seconds)).as_bytes());
     }
+    if let Some(share) = r.wait_share {
+        out.extend_from_slice(format!(",{share:.3}").as_bytes());
+    }
     out.push(b'\n');
 }
 
@@ -619,20 +637,27 @@ pub fn read_iterations(path: &Path) -> Result<Vec<IterationRecord>, String> {
     for (i, line) in text.lines().enumerate() {
         let bad = || {
             format!(
-                "{}:{}: expected 'iteration,compute_ns,scheduling_ns,migration_ns': '{line}'",
+                "{}:{}: expected 'iteration,compute_ns,scheduling_ns,migration_ns[,wait_share]': '{line}'",
                 path.display(),
                 i + 1
             )
         };
         let f: Vec<&str> = line.split(',').collect();
-        let [it, c, s, m] = f[..] else {
-            return Err(bad());
+        let (it, c, s, m, w) = match f[..] {
+            [it, c, s, m] => (it, c, s, m, None),
+            [it, c, s, m, w] => (it, c, s, m, Some(w)),
+            _ => return Err(bad()),
+        };
+        let wait_share = match w.map(str::trim) {
+            None | Some("") => None,
+            Some(w) => Some(w.parse::<f64>().map_err(|_| bad())?),
         };
         out.push(IterationRecord {
             iteration: it.parse().map_err(|_| bad())?,
             compute: parse_duration_field(c).ok_or_else(bad)?,
             scheduling: parse_duration_field(s).ok_or_else(bad)?,
             migration: parse_duration_field(m).ok_or_else(bad)?,
+            wait_share,
         });
     }
     Ok(out)
@@ -651,18 +676,23 @@ mod tests {
                 compute: 0.000_008_075,
                 scheduling: 0.0,
                 migration: 0.0,
+                wait_share: None,
             },
             IterationRecord {
                 iteration: 2,
                 compute: 1.5,
                 scheduling: 0.25,
                 migration: 3.000_000_001,
+                wait_share: Some(0.625),
             },
         ];
         append_iterations(dir.path(), 3, &records).expect("write");
         let path = iterations_file(dir.path(), 3);
         let text = std::fs::read_to_string(&path).expect("read");
-        assert_eq!(text, "1,8075,0,0\n2,1500000000,250000000,3000000001\n");
+        assert_eq!(
+            text,
+            "1,8075,0,0\n2,1500000000,250000000,3000000001,0.625\n"
+        );
         assert_eq!(read_iterations(&path).expect("parse"), records);
 
         std::fs::write(&path, "7,0.000010199,0.000000000,2.5\n").expect("old file");

@@ -114,6 +114,9 @@ pub struct JobSettings {
     /// asks ([`super::launch_request`]), instead of rank 0 spawning them.
     #[serde(default)]
     pub launches_replacements: bool,
+    /// The contention watch ([`crate::contention`]).
+    #[serde(default)]
+    pub contention: crate::contention::ContentionSettings,
 }
 
 fn default_settle_ms() -> u64 {
@@ -185,6 +188,13 @@ impl JobSettings {
             allow_new_hosts: env_flag(ENV_ALLOW_NEW_HOSTS)?,
             blocking_spawn: env_flag(ENV_BLOCKING_SPAWN)?,
             launches_replacements: env_flag(super::launch_request::ENV_LAUNCHES_REPLACEMENTS)?,
+            contention: crate::contention::ContentionSettings::from_env().map_err(|e| {
+                SettingsError {
+                    var: e.var,
+                    value: e.value,
+                    expected: e.expected,
+                }
+            })?,
         })
     }
 

@@ -218,13 +218,26 @@ impl AvailabilityWatcher {
     /// rank 0 (`log` warning). With a settle time, a new content is reported only once
     /// rank 0 has seen it unchanged for that long ([`AvailabilityWatcher::settling`]).
     pub fn check<C: Communicator>(&mut self, comm: &C) -> WatchOutcome {
+        self.check_carrying(comm, None).0
+    }
+
+    /// [`AvailabilityWatcher::check`] whose broadcast also carries rank 0's `note` (the
+    /// contention watch's decision, [`crate::contention`]) to every rank: no collective
+    /// of its own. `note` is read on rank 0 only.
+    pub fn check_carrying<C: Communicator>(
+        &mut self,
+        comm: &C,
+        note: Option<String>,
+    ) -> (WatchOutcome, Option<String>) {
         let mine = (comm.rank() == 0).then(|| {
             let (outcome, hash) = self.read_settled();
-            serde_json::to_vec(&(outcome, hash)).unwrap_or_default()
+            serde_json::to_vec(&(outcome, hash, note)).unwrap_or_default()
         });
         let bytes = broadcast_bytes(comm, mine);
-        let (outcome, hash): (WatchOutcome, u64) =
-            serde_json::from_slice(&bytes).unwrap_or((WatchOutcome::Unchanged, self.last_hash));
+        let (outcome, hash, note): (WatchOutcome, u64, Option<String>) = serde_json::from_slice(
+            &bytes,
+        )
+        .unwrap_or((WatchOutcome::Unchanged, self.last_hash, None));
         self.last_hash = hash;
         match &outcome {
             WatchOutcome::Changed { availability } => {
@@ -244,7 +257,7 @@ impl AvailabilityWatcher {
             }
             _ => {}
         }
-        outcome
+        (outcome, note)
     }
 
     /// Rank 0's reading, held back while a new content has not settled: then the

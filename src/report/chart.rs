@@ -135,7 +135,7 @@ fn max_nodes(report: &RunReport) -> i32 {
 }
 
 /// Where each reconfiguration is marked: its iteration, its colour (migrated or not)
-/// and its label, `#INDEX` and the time of that iteration when it was recorded, and for
+/// and its label, `#INDEX` (then `contention` when the contention watch made it) and the time of that iteration when it was recorded, and for
 /// a migration the time the ranks were held (`paused 31 ms`; its spawn may have run in
 /// the background, while the ranks computed).
 fn reconfiguration_marks(report: &RunReport) -> Vec<(f64, RGBColor, String)> {
@@ -159,10 +159,12 @@ fn reconfiguration_marks(report: &RunReport) -> Vec<(f64, RGBColor, String)> {
             } else {
                 String::new()
             };
+            // Marked "contention" when the contention watch made it, not an edit.
+            let cause = if r.by_contention() { " contention" } else { "" };
             (
                 r.iteration as f64,
                 color,
-                format!("#{}{time}{pause}", r.index),
+                format!("#{}{cause}{time}{pause}", r.index),
             )
         })
         .collect()
@@ -358,5 +360,30 @@ mod tests {
         assert_eq!(seconds_label(10f64.powf(-3.0)), "1 ms");
         assert_eq!(seconds_label(1.0), "1 s");
         assert_eq!(seconds_label(10.0), "10 s");
+    }
+
+    #[test]
+    fn a_contention_move_is_marked_as_such() {
+        let record = |index: u64, change: &str| -> crate::migrate::record::Reconfiguration {
+            let text = format!(
+                r#"{{"index":{index},"iteration":{index},"at_seconds":1.0,"change":"{change}","nodes":3,"outcome":"migrated","detail":null,"moves":1,"minimum_moves":1,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.0,"phases":{{"spawn":0.0,"transfer":0.0,"rebuild":0.0}},"state_bytes":0}}"#
+            );
+            serde_json::from_str(&text).expect("record")
+        };
+        let report = RunReport {
+            reconfigurations: vec![
+                record(1, "removed n1 (had 1 core)"),
+                record(
+                    2,
+                    "contention: n2's ranks waited 67% of 10 s for a CPU; 0 of 1 core usable",
+                ),
+            ],
+            ..RunReport::default()
+        };
+        let labels: Vec<String> = reconfiguration_marks(&report)
+            .into_iter()
+            .map(|m| m.2)
+            .collect();
+        assert_eq!(labels, ["#1", "#2 contention"]);
     }
 }

@@ -204,6 +204,7 @@ mod tests {
             compute,
             scheduling: 0.0,
             migration,
+            wait_share: None,
         }
     }
 

@@ -88,6 +88,9 @@ pub struct RunSpec {
     /// Hosts handed back to the resource manager (`--rms-release`), never used again.
     #[serde(default)]
     pub released_hosts: Vec<String>,
+    /// The contention watch (`--contention-watch` and its settings).
+    #[serde(default)]
+    pub contention: crate::contention::ContentionSettings,
 }
 
 impl RunSpec {

@@ -144,8 +144,14 @@ pub fn nothing_counted(r: &Reconfiguration, ranks: usize) -> Option<String> {
 
 /// One reconfiguration as a line.
 pub fn record_line(r: &Reconfiguration) -> String {
+    // A contention decision names its cause: "contention: n2's ranks waited …".
+    let what = if r.by_contention() {
+        "reconfiguration"
+    } else {
+        "availability change"
+    };
     let mut line = format!(
-        "availability change {} at iteration {}: {} -> {}",
+        "{what} {} at iteration {}: {} -> {}",
         r.index, r.iteration, r.change, r.outcome
     );
     if r.outcome == "migrated" {
@@ -302,5 +308,22 @@ mod tests {
         let line = record_line(&r);
         assert_eq!(line.matches(why).count(), 1, "{line}");
         assert!(line.ends_with("-> refused"), "{line}");
+    }
+
+    #[test]
+    fn a_contention_move_says_why_on_its_line() {
+        let why = "contention: n2's ranks waited 67% of 10 s for a CPU; 0 of 1 core usable";
+        let record = format!(
+            r#"{{"index":1,"iteration":5,"at_seconds":1.0,"change":"{why}","nodes":3,"outcome":"migrated","detail":null,"moves":1,"minimum_moves":1,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.0,"phases":{{"spawn":0.0,"transfer":0.0,"rebuild":0.0}},"state_bytes":0,"moved":[{{"rank":1,"from":"n2","to":"n3"}}]}}"#
+        );
+        let r: Reconfiguration = serde_json::from_str(&record).expect("record");
+        let line = record_line(&r);
+        assert!(
+            line.starts_with(&format!(
+                "reconfiguration 1 at iteration 5: {why} -> migrated"
+            )),
+            "{line}"
+        );
+        assert!(line.contains("n2 -> n3: ranks 1"), "{line}");
     }
 }

@@ -69,6 +69,7 @@ pub fn rank_environment(
     if spec.allow_new_hosts {
         env.push((ENV_ALLOW_NEW_HOSTS.into(), "1".into()));
     }
+    env.extend(spec.contention.to_env());
     let offer = spec.launcher().capabilities().launch_replacements;
     if offer && std::env::var_os(ENV_LAUNCHES_REPLACEMENTS).is_none() {
         env.push((ENV_LAUNCHES_REPLACEMENTS.into(), "1".into()));

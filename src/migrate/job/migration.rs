@@ -56,6 +56,9 @@ pub(super) struct Assignment {
     /// The communicator changes of the survivors once this migration is done.
     #[serde(default)]
     pub(super) comm_changes: u64,
+    /// Rank 0's contention watch (its window and lowered nodes), for a new rank 0.
+    #[serde(default)]
+    pub(super) contention: crate::contention::ContentionWatch,
 }
 
 /// What a migration measured before its held part ([`Job::complete_migration`]).
@@ -536,6 +539,7 @@ impl Job {
                     generation: self.generations,
                     history: history.clone(),
                     comm_changes: self.comm_changes + 1,
+                    contention: self.contention.clone(),
                 };
                 Ok(serde_json::to_vec(&a)?)
             })

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use crate::availability::Availability;
 use crate::checkpoint::mpi_collective::DuplicateInProgress;
 use crate::checkpoint::{CheckpointConfig, CheckpointContext, MpiCollective};
+use crate::contention::{ContentionWatch, WaitReader};
 use crate::launcher::{Departure, Launcher, MpiImplementation, launcher};
 use crate::matrix::CommMatrix;
 use crate::monitor::{
@@ -21,6 +22,7 @@ use crate::planner::{Location, Placement};
 
 mod background;
 mod binding;
+mod contention;
 pub mod history;
 mod host_trees;
 mod iteration_mark;
@@ -112,6 +114,10 @@ pub struct Job {
     live_bytes: Option<f64>,
     /// A migration whose replacement processes are being started in the background.
     pending: Option<background::PendingMigration>,
+    /// This rank's reading of its waits for a CPU, with the contention watch on.
+    waits: Option<WaitReader>,
+    /// Rank 0: the contention watch's window and lowered nodes ([`contention`]).
+    contention: ContentionWatch,
     /// MPI itself, finalized when the job is dropped (declared last: dropped after the
     /// communicators). `None` when the application initialised MPI (the C interface).
     _universe: Option<Universe>,
@@ -168,6 +174,7 @@ impl Job {
         let settings_run_dir = settings.run_dir.clone();
         let mut job = Self {
             pacer: CheckPacer::starting_at(settings.check_spacing, 0),
+            waits: settings.contention.on().then(WaitReader::start).flatten(),
             settings,
             comm: world,
             ckpt,
@@ -194,6 +201,7 @@ impl Job {
             comm_changed: false,
             live_bytes: None,
             pending: None,
+            contention: ContentionWatch::starting(0.0),
             _universe: None,
         };
         monitor::set_job_communicator(&job.comm, None);
@@ -204,37 +212,47 @@ impl Job {
             job.location.core,
             (job.settings.availability.as_ref()).map_or("none".into(), |p| p.display().to_string())
         );
-        if let Some(path) = job.settings.availability.clone() {
-            let mut watcher = AvailabilityWatcher::new(path)
-                .in_allocation(job.settings.hosts.clone(), job.settings.lost_hosts.clone())
-                .new_hosts(new_hosts_policy(&job.settings))
-                .settling(job.settings.settle())
-                .keeping_accepted(record::accepted_availability(
-                    job.settings.run_dir.as_deref(),
-                ));
-            if let Some(path) = &job.settings.planned_availability {
-                // Rank 0 reads the copy and every rank judges the same bytes, so all
-                // agree on whether the (collective) first check below is made.
-                let mine = (job.comm.rank() == 0).then(|| std::fs::read(path).unwrap_or_default());
-                let bytes = monitor::gather::broadcast_bytes(&job.comm, mine);
-                if !bytes.is_empty() {
-                    watcher = watcher.planned(&bytes);
-                }
-            }
-            match watcher.current() {
-                Some(current) => job.view = Some(current.clone()),
-                None => {
-                    if let WatchOutcome::Changed { availability } = watcher.check(&job.comm) {
-                        job.view = Some(availability);
-                    }
-                }
-            }
-            job.watcher = Some(watcher);
-        }
+        job.start_watching();
         job.warn_if_not_on_planned_host();
         job.bind();
         job.note_process("start");
         Ok(job)
+    }
+
+    /// A job started by `mpirun`: its availability watcher, following the content the
+    /// launch was placed for, else the file's first content (a collective check).
+    fn start_watching(&mut self) {
+        let Some(path) = self.settings.availability.clone() else {
+            return;
+        };
+        let mut watcher = AvailabilityWatcher::new(path)
+            .in_allocation(
+                self.settings.hosts.clone(),
+                self.settings.lost_hosts.clone(),
+            )
+            .new_hosts(new_hosts_policy(&self.settings))
+            .settling(self.settings.settle())
+            .keeping_accepted(record::accepted_availability(
+                self.settings.run_dir.as_deref(),
+            ));
+        if let Some(path) = &self.settings.planned_availability {
+            // Rank 0 reads the copy and every rank judges the same bytes, so all
+            // agree on whether the (collective) first check below is made.
+            let mine = (self.comm.rank() == 0).then(|| std::fs::read(path).unwrap_or_default());
+            let bytes = monitor::gather::broadcast_bytes(&self.comm, mine);
+            if !bytes.is_empty() {
+                watcher = watcher.planned(&bytes);
+            }
+        }
+        match watcher.current() {
+            Some(current) => self.view = Some(current.clone()),
+            None => {
+                if let WatchOutcome::Changed { availability } = watcher.check(&self.comm) {
+                    self.view = Some(availability);
+                }
+            }
+        }
+        self.watcher = Some(watcher);
     }
 
     /// A new process: receive the assignment and state (into `buffer` if it was made
@@ -277,6 +295,9 @@ impl Job {
         let mark = iteration_mark(a.settings.run_dir.as_deref(), a.rank);
         let job = Self {
             pacer: CheckPacer::resume(a.settings.check_spacing, a.next_check, a.check_stride),
+            waits: (a.settings.contention.on())
+                .then(WaitReader::start)
+                .flatten(),
             settings: a.settings,
             comm: arrival.comm,
             ckpt,
@@ -303,6 +324,7 @@ impl Job {
             comm_changed: false,
             live_bytes: None,
             pending: None,
+            contention: a.contention,
             _universe: None,
         };
         job.warn_if_not_on_planned_host();
@@ -427,6 +449,7 @@ impl Job {
                 compute: (now - self.last_end).as_secs_f64(),
                 scheduling: 0.0,
                 migration: 0.0,
+                wait_share: None,
             });
         }
         self.last_end = now;
@@ -449,7 +472,7 @@ impl Job {
         }
         if self.settings.migrates() && self.pacer.due(self.calls) {
             // Paced before the check: processes spawned by it take the new pacing over.
-            self.pacer.after_check(&self.comm, self.calls);
+            self.pace_and_gather_waits();
             self.reconfiguration_point(state)?;
             self.flush_records();
         }

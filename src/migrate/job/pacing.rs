@@ -10,7 +10,9 @@
 use std::time::{Duration, Instant};
 
 pub use crate::migrate::settings::CheckSpacing;
-use mpi::traits::{Communicator, Root};
+use mpi::traits::{Communicator, CommunicatorCollectives, Root};
+
+use crate::contention::WaitSample;
 
 /// Calls before the first check when paced by time (the rate is not known yet).
 const FIRST_STRIDE: u64 = 10;
@@ -82,17 +84,59 @@ impl CheckPacer {
     /// At the check of call `calls`: sets the next one. Collective over `comm` when paced
     /// by time (rank 0 decides the stride, every rank gets the same).
     pub fn after_check<C: Communicator>(&mut self, comm: &C, calls: u64) {
-        if let CheckSpacing::Millis(ms) = self.spacing {
-            let interval = Duration::from_millis(ms).min(self.hurry.unwrap_or(Duration::MAX));
-            let mut stride = if comm.rank() == 0 {
-                let elapsed = self.last_time.elapsed();
-                stride_for(calls - self.last_calls, elapsed, interval, self.stride)
-            } else {
-                0
-            };
+        if let CheckSpacing::Millis(_) = self.spacing {
+            let mut stride = self.proposed_stride(comm, calls);
             comm.process_at_rank(0).broadcast_into(&mut stride);
             self.stride = stride.max(1);
         }
+        self.advance(calls);
+    }
+
+    /// [`CheckPacer::after_check`] that also hands every rank's `sample` (its waits for
+    /// a CPU, [`crate::contention`]) to every rank, in the same one collective: an
+    /// all-gather of (stride, wait, wall) instead of the broadcast of the stride. With a
+    /// spacing fixed in calls, that all-gather is the check's only addition.
+    pub fn after_check_gathering<C: Communicator>(
+        &mut self,
+        comm: &C,
+        calls: u64,
+        sample: WaitSample,
+    ) -> Vec<WaitSample> {
+        let stride = match self.spacing {
+            CheckSpacing::Millis(_) => self.proposed_stride(comm, calls),
+            CheckSpacing::Calls(_) => self.stride,
+        };
+        let mine = [stride, sample.wait_ns, sample.wall_ns];
+        let n = usize::try_from(comm.size()).unwrap_or(0);
+        let mut all = vec![0u64; 3 * n];
+        comm.all_gather_into(&mine[..], &mut all[..]);
+        if let (CheckSpacing::Millis(_), Some(&root)) = (self.spacing, all.first()) {
+            self.stride = root.max(1);
+        }
+        self.advance(calls);
+        all.chunks_exact(3)
+            .map(|c| WaitSample {
+                wait_ns: c[1],
+                wall_ns: c[2],
+            })
+            .collect()
+    }
+
+    /// Rank 0's stride for the next interval (0 on the other ranks).
+    fn proposed_stride<C: Communicator>(&self, comm: &C, calls: u64) -> u64 {
+        let CheckSpacing::Millis(ms) = self.spacing else {
+            return self.stride;
+        };
+        if comm.rank() != 0 {
+            return 0;
+        }
+        let interval = Duration::from_millis(ms).min(self.hurry.unwrap_or(Duration::MAX));
+        let elapsed = self.last_time.elapsed();
+        stride_for(calls - self.last_calls, elapsed, interval, self.stride)
+    }
+
+    /// Sets the next check `stride` calls after `calls`.
+    fn advance(&mut self, calls: u64) {
         self.last_calls = calls;
         self.last_time = Instant::now();
         self.next_check = calls + self.stride;

@@ -30,27 +30,33 @@ impl Job {
             return self.advance_background_migration(state);
         }
         let t0 = Instant::now();
+        let leave = self.contention_decision();
         let comm = &self.comm;
         // The content followed so far, to go back to should a migration be refused (its
         // view is kept below, when it is replaced: nothing is copied at each check).
         let hash_before = self.watcher.as_ref().map_or(0, |w| w.last_hash());
-        let seen = self
-            .watcher
-            .as_mut()
-            .map_or(WatchOutcome::Unchanged, |w| w.check(comm));
-        if !matches!(seen, WatchOutcome::Unchanged) {
+        let (seen, contention) = match self.watcher.as_mut() {
+            Some(w) => w.check_carrying(comm, leave),
+            None => (WatchOutcome::Unchanged, None),
+        };
+        if !matches!(seen, WatchOutcome::Unchanged) || contention.is_some() {
             self.changes += 1;
         }
         let availability = match seen {
-            WatchOutcome::Unchanged => {
-                self.charge(t0.elapsed().as_secs_f64(), 0.0);
-                return Ok(());
-            }
+            WatchOutcome::Changed { availability } => availability,
             WatchOutcome::Refused { message } => {
                 self.record(Outcome::refusal("refused", message, t0));
                 return Ok(());
             }
-            WatchOutcome::Changed { availability } => availability,
+            // The contention watch asks for a plan while the file is unchanged: made
+            // for the availability followed (lowered for planning on rank 0).
+            WatchOutcome::Unchanged => match self.view.as_ref().filter(|_| contention.is_some()) {
+                Some(view) => view.clone(),
+                None => {
+                    self.charge(t0.elapsed().as_secs_f64(), 0.0);
+                    return Ok(());
+                }
+            },
         };
         crate::migrate::timeline::step("availability change seen");
         let placement = monitor::gather_placement(&self.comm, &self.location);
@@ -67,7 +73,8 @@ impl Job {
         } else {
             Vec::new()
         };
-        let planned = self.plan_on_root(&availability, &placement, &live, host_trees);
+        let planning = self.planning_availability(&availability);
+        let planned = self.plan_on_root(&planning, &placement, &live, host_trees);
         let plan = match planned {
             Ok(p) => p,
             Err(message) => {
@@ -82,10 +89,12 @@ impl Job {
         };
         let scheduling = t0.elapsed().as_secs_f64();
         crate::migrate::timeline::step("plan made");
-        let change = self.view.as_ref().map_or_else(
-            || "initial".to_owned(),
-            |old| old.diff(&availability).to_string(),
-        );
+        let change = match (&contention, &self.view) {
+            (Some(why), Some(old)) if *old == availability => why.clone(),
+            (Some(why), Some(old)) => format!("{why}; {}", old.diff(&availability)),
+            (_, None) => "initial".to_owned(),
+            (None, Some(old)) => old.diff(&availability).to_string(),
+        };
         let before = ViewBefore {
             view: self.view.replace(availability),
             hash: hash_before,
