@@ -28,6 +28,7 @@ mod cli_map;
 mod cli_run;
 mod cli_simulate;
 mod cluster_mpi;
+mod contention_mpi;
 mod derived_comm;
 mod docs_names;
 mod faults_mpi;

@@ -1,0 +1,321 @@
+//! The contention watch (`rankmig run --contention-watch`) on logical nodes of this
+//! host, with a C program written apart from rankmig's examples (`tests/c/allreduce.c`:
+//! 2 ranks, one `MPI_Allreduce` per iteration): nothing moves while the job runs alone,
+//! CPU hogs pinned to one rank's CPU move that rank off its node live with a record
+//! that says why, and the result is a plain run's; hogs on every CPU move nothing.
+#![cfg(feature = "mpi")]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::support;
+use crate::support::job::{Job, set_availability};
+use crate::support::{mpi_lock, rankmig, wait_until};
+
+/// How long a step of a job (its start, a move) may take: a backstop.
+const JOB_WAIT: Duration = Duration::from_secs(90);
+
+/// `tests/c/allreduce.c`, built once with the MPI compiler wrapper.
+fn program() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let lib = support::build_c_library();
+        let out = lib.join("c-examples");
+        fs::create_dir_all(&out).expect("c-examples dir");
+        let exe = out.join("allreduce-c");
+        let status = Command::new("mpicc")
+            .args(["-O2", "-Wall", "-I"])
+            .arg(root.join("include"))
+            .arg(root.join("tests/c/allreduce.c"))
+            .arg("-o")
+            .arg(&exe)
+            .arg("-L")
+            .arg(&lib)
+            .arg("-lrankmig")
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .arg("-lxxhash")
+            .status()
+            .expect("mpicc runs");
+        assert!(
+            status.success(),
+            "mpicc could not build tests/c/allreduce.c"
+        );
+        exe
+    })
+}
+
+/// The program's arguments besides `--iters` (about 50 µs of computing per iteration).
+const ARGS: [&str; 2] = ["--size", "20000"];
+
+/// CPU hogs pinned with `taskset`; killed when dropped.
+struct Hogs(Vec<Child>);
+
+impl Hogs {
+    /// `count` busy loops pinned to each CPU of `cpus`, in a session of their own (as
+    /// another user's job: with the kernel's autogroups, tasks of one session share
+    /// one scheduling entity).
+    fn pinned(cpus: &[&str], count: usize) -> Self {
+        let hogs = cpus
+            .iter()
+            .flat_map(|cpu| std::iter::repeat_n(*cpu, count))
+            .map(|cpu| {
+                Command::new("setsid")
+                    .args(["taskset", "-c", cpu, "sh", "-c", "while :; do :; done"])
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("taskset runs")
+            })
+            .collect();
+        Self(hogs)
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for hog in &mut self.0 {
+            let _ = hog.kill();
+            let _ = hog.wait();
+        }
+    }
+}
+
+/// The job's time so far as rank 0's iteration records add it up (compute, scheduling
+/// and migration of every iteration), read incrementally.
+struct JobClock {
+    file: PathBuf,
+    read: usize,
+    nanos: u128,
+    /// Rows with a wait share (made at an availability check).
+    checks: usize,
+    /// The sum of those shares.
+    shares: f64,
+}
+
+impl JobClock {
+    fn new(run: &Path) -> Self {
+        Self {
+            file: run.join("iterations/rank-0.csv"),
+            read: 0,
+            nanos: 0,
+            checks: 0,
+            shares: 0.0,
+        }
+    }
+
+    /// Seconds recorded so far (whole lines only).
+    fn seconds(&mut self) -> f64 {
+        let text = fs::read(&self.file).unwrap_or_default();
+        let new = text.get(self.read..).unwrap_or_default();
+        let whole = new.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        for line in String::from_utf8_lossy(&new[..whole]).lines() {
+            let fields: Vec<&str> = line.split(',').collect();
+            let ns: u128 = (fields.iter().skip(1).take(3))
+                .filter_map(|f| f.parse::<u128>().ok())
+                .sum();
+            self.nanos += ns;
+            if let Some(share) = fields.get(4).and_then(|f| f.parse::<f64>().ok()) {
+                self.checks += 1;
+                self.shares += share;
+            }
+        }
+        self.read += whole;
+        self.nanos as f64 / 1e9
+    }
+}
+
+/// The records of the run directory.
+fn records(run: &Path) -> Vec<serde_json::Value> {
+    rankmig::migrate::record::read_reconfigurations(run)
+        .expect("records parse")
+        .iter()
+        .map(|r| serde_json::to_value(r).expect("json"))
+        .collect()
+}
+
+/// The CPU rank `rank` is bound to (its last start or arrival in processes.csv).
+fn cpu_of(run: &Path, rank: usize) -> String {
+    let text = fs::read_to_string(run.join("processes.csv")).unwrap_or_default();
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            f.first() == Some(&rank.to_string().as_str())
+                && matches!(f.get(4), Some(&"start" | &"arrived"))
+        })
+        .unwrap_or_else(|| panic!("rank {rank} in processes.csv: {text}"));
+    let cpus = line.split(',').nth(5).unwrap_or_default().to_owned();
+    assert!(
+        !cpus.is_empty() && !cpus.contains([';', '-']),
+        "rank {rank} is bound to one CPU: {line}"
+    );
+    cpus
+}
+
+/// Starts 2 ranks of the program on logical nodes n1:1 n2:1 n3:1 under
+/// `rankmig run --contention-watch` (and `extra` options) in `d`; returns once rank 0
+/// has recorded an iteration.
+fn start(d: &Path, stop: &Path, extra: &[&str]) -> Job {
+    set_availability(d, "n1 1\nn2 1\nn3 1\n");
+    let child = rankmig()
+        .current_dir(d)
+        .args([
+            "run",
+            "-n",
+            "2",
+            "-a",
+            "av",
+            "--run-dir",
+            "run",
+            "--settle",
+            "0",
+        ])
+        .arg("--contention-watch")
+        .args(extra)
+        .arg("--")
+        .arg(program())
+        .args(ARGS)
+        .args(["--iters", "1000000000000", "--stop-file"])
+        .arg(stop)
+        .env("RANKMIG_CKPT_DIR", d.join("ckpt"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rankmig run");
+    let job = Job(Some(child));
+    wait_until("the job to start", JOB_WAIT, || {
+        d.join("run/iterations/rank-0.csv").exists()
+    });
+    job
+}
+
+/// The "done when": 12 s alone move nothing; two hogs pinned to rank 1's CPU
+/// make rankmig move rank 1 off its node live, with a record that says why; at most 3
+/// reconfigurations in the run; the checksum of a plain run. On a machine already busy
+/// (other builds on every CPU, rank 0 waiting more than the threshold alone) the move
+/// is not demanded: the scheduler then moves that other work off the hogs' CPU, every
+/// CPU is as busy, and moving would gain nothing (measured in `src/contention.rs`).
+#[test]
+fn hogs_on_one_ranks_cpu_move_it_off_its_node_live() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = d.join("run");
+    let stop = d.join("stop");
+    let job = start(d, &stop, &[]);
+    let clock = std::cell::RefCell::new(JobClock::new(&run));
+    wait_until("12 s of the job alone", Duration::from_secs(600), || {
+        clock.borrow_mut().seconds() >= 12.0
+    });
+    assert!(clock.borrow().checks >= 2, "the watch read waits at checks");
+    assert_eq!(
+        records(&run),
+        Vec::<serde_json::Value>::new(),
+        "no false alarm"
+    );
+    let cpu = cpu_of(&run, 1);
+    let node = support::processes_csv(&run)
+        .iter()
+        .rev()
+        .find(|p| p.0 == 1 && p.3 == "start")
+        .map(|p| p.2.clone())
+        .expect("rank 1's node");
+    // Busy: rank 0 alone on its CPU already waited more than the threshold. Every CPU
+    // then runs other work too, which the scheduler moves off the hogs' CPU: no CPU is
+    // freer than the rank's, and the watch rightly moves nothing.
+    let busy = clock.borrow().shares / clock.borrow().checks as f64
+        > rankmig::contention::DEFAULT_THRESHOLD;
+    let hogs = Hogs::pinned(&[&cpu], 2);
+    let moved = || {
+        records(&run).iter().any(|r| {
+            r["outcome"] == "migrated"
+                && r["change"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("contention: "))
+        })
+    };
+    if busy {
+        let since = clock.borrow_mut().seconds();
+        wait_until("a move or three windows", Duration::from_secs(600), || {
+            moved() || clock.borrow_mut().seconds() > since + 30.0
+        });
+    } else {
+        wait_until("rank 1 moved off its node", JOB_WAIT, moved);
+    }
+    drop(hogs);
+    let all = records(&run);
+    let why = match all.iter().find(|r| r["outcome"] == "migrated") {
+        Some(record) => {
+            let why = record["change"].as_str().unwrap_or_default().to_owned();
+            assert!(
+                why.starts_with(&format!("contention: {node}'s ranks waited "))
+                    && why.contains(" core usable"),
+                "{why}"
+            );
+            assert_eq!(record["moved"][0]["rank"], 1, "{record}");
+            assert_eq!(record["moved"][0]["from"], node.as_str(), "{record}");
+            Some(why)
+        }
+        None => {
+            eprintln!(
+                "this machine was busy (rank 0 alone waited {:.0}% for a CPU): the hogs took no more from rank 1 than other work took from rank 0, and nothing moved",
+                100.0 * clock.borrow().shares / clock.borrow().checks as f64
+            );
+            None
+        }
+    };
+    fs::write(&stop, "").expect("stop file");
+    let out = job.finish().expect("rankmig run ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if let Some(why) = why {
+        assert!(
+            stderr.contains("reconfiguration 1 at iteration") && stderr.contains(&why),
+            "the progress line says why: {stderr}"
+        );
+    }
+    let all = records(&run);
+    assert!(all.len() <= 3, "at most 3 reconfigurations: {all:?}");
+    let env = [(
+        "RANKMIG_CKPT_DIR".to_owned(),
+        d.join("plain-ckpt").display().to_string(),
+    )];
+    support::assert_same_as_plain_run(&out, 2, program(), &ARGS, &env);
+}
+
+/// Two hogs pinned to every CPU of the machine: every node waits alike and nothing
+/// moves over several windows.
+#[test]
+fn a_machine_loaded_everywhere_moves_nothing() {
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = d.join("run");
+    let stop = d.join("stop");
+    let cpus: Vec<String> = (0..std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .map(|c| c.to_string())
+        .collect();
+    let cpus: Vec<&str> = cpus.iter().map(String::as_str).collect();
+    let hogs = Hogs::pinned(&cpus, 2);
+    let job = start(d, &stop, &["--contention-window", "4"]);
+    let clock = std::cell::RefCell::new(JobClock::new(&run));
+    wait_until("three windows of the job", Duration::from_secs(600), || {
+        clock.borrow_mut().seconds() >= 13.0
+    });
+    drop(hogs);
+    fs::write(&stop, "").expect("stop file");
+    let out = job.finish().expect("rankmig run ends");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let moves: Vec<serde_json::Value> = records(&run)
+        .into_iter()
+        .filter(|r| r["outcome"] == "migrated")
+        .collect();
+    assert!(moves.is_empty(), "nothing moves: {moves:?}");
+}
