@@ -358,6 +358,9 @@ pub struct ContentionWatch {
     window_start: f64,
     /// Nodes whose cores are lowered.
     caps: Vec<Cap>,
+    /// The node of the last [`Verdict::NoRoom`], while it stays contended: said once.
+    #[serde(default)]
+    no_room: Option<String>,
 }
 
 impl ContentionWatch {
@@ -431,6 +434,7 @@ impl ContentionWatch {
             .filter(|w| w.share > settings.threshold && excess(w) > settings.threshold)
             .max_by(|a, b| a.share.total_cmp(&b.share));
         let Some(worst) = worst else {
+            self.no_room = None;
             if least > settings.threshold {
                 return Verdict::AllContended {
                     why: format!(
@@ -470,6 +474,11 @@ impl ContentionWatch {
         });
         let room: usize = after.capped(offers).iter().map(|o| o.1).sum();
         if room < rank_nodes.len() {
+            if self.no_room.as_deref() == Some(worst.node.as_str()) {
+                // Said at the window it began; said again once it ended.
+                return Verdict::Quiet;
+            }
+            self.no_room = Some(worst.node.clone());
             return Verdict::NoRoom {
                 why: format!(
                     "{why}; no move: the other nodes have no room ({room} usable cores for {} ranks)",
@@ -478,6 +487,7 @@ impl ContentionWatch {
             };
         }
         self.caps = after.caps;
+        self.no_room = None;
         Verdict::Move {
             why,
             node: worst.node.clone(),

@@ -17,7 +17,8 @@ use super::outcome::Outcome;
 use super::{Job, MigrateError};
 
 impl Job {
-    /// Checks the availability; plans and migrates when it changed.
+    /// Checks the availability; plans and migrates when it changed, or when rank 0's
+    /// contention watch found a node to leave ([`crate::contention`]).
     pub(super) fn reconfiguration_point<T: Serialize>(
         &mut self,
         state: &T,
