@@ -544,19 +544,22 @@ pub struct RunArgs {
     /// `=act`: lowers such a node's cores for planning (never in the availability file)
     /// and migrates; `=report`: records and warns only. Off by default.
     #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
-          default_missing_value = "act", value_parser = parse_contention_mode)]
+          default_missing_value = "act", value_parser = parse_contention_mode,
+          env = "RANKMIG_CONTENTION_WATCH")]
     pub contention_watch: Option<ContentionMode>,
     /// A node is contended when its ranks waited for a CPU more than this share of the
     /// window (0.3 or 30%) beyond what the least-waiting node's ranks waited.
     #[arg(long, value_name = "SHARE", default_value_t = rankmig::contention::DEFAULT_THRESHOLD,
-          value_parser = rankmig::contention::parse_threshold)]
+          value_parser = rankmig::contention::parse_threshold, env = "RANKMIG_CONTENTION_THRESHOLD")]
     pub contention_threshold: f64,
     /// The contention watch adds waits up over SECONDS and decides once per window (at
     /// most one move per window).
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_window)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_window,
+          env = "RANKMIG_CONTENTION_WINDOW")]
     pub contention_window: f64,
     /// A node left for contention is not used again for SECONDS.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = parse_settle)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = parse_settle,
+          env = "RANKMIG_CONTENTION_COOLDOWN")]
     pub contention_cooldown: f64,
     /// Look at the availability file every N `checkpoint!` calls instead of by time.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]

@@ -126,6 +126,34 @@ pub const SETTINGS: &[Setting] = &[
         doc: "restarts of a failed job from its checkpoint (--auto-restart)",
     },
     Setting {
+        key: "contention.watch",
+        env: "RANKMIG_CONTENTION_WATCH",
+        carrier: Carrier::Flag("contention_watch"),
+        default: "off",
+        doc: "the contention watch: \"off\", \"report\" or \"act\" (--contention-watch)",
+    },
+    Setting {
+        key: "contention.threshold",
+        env: "RANKMIG_CONTENTION_THRESHOLD",
+        carrier: Carrier::Flag("contention_threshold"),
+        default: "0.3",
+        doc: "share of the window waited for a CPU that makes a node contended (--contention-threshold)",
+    },
+    Setting {
+        key: "contention.window",
+        env: "RANKMIG_CONTENTION_WINDOW",
+        carrier: Carrier::Flag("contention_window"),
+        default: "10",
+        doc: "seconds the contention watch adds waits up over (--contention-window)",
+    },
+    Setting {
+        key: "contention.cooldown",
+        env: "RANKMIG_CONTENTION_COOLDOWN",
+        carrier: Carrier::Flag("contention_cooldown"),
+        default: "60",
+        doc: "seconds before a node left for contention is used again (--contention-cooldown)",
+    },
+    Setting {
         key: "slurm.lead",
         env: "RANKMIG_RMS_LEAD",
         carrier: Carrier::Flag("rms_lead"),
@@ -258,6 +286,9 @@ fn line_of(text: &str, offset: usize) -> usize {
         + 1
 }
 
+/// The keys whose value is a string (the others are numbers or, `launcher.args`, a list).
+const STRING_KEYS: &[&str] = &["checkpoint.dir", "contention.watch"];
+
 /// A value as the text its flag or variable would hold: a number or a string, or (for
 /// `launcher.args`) a list of strings joined by spaces.
 fn value_text(setting: &Setting, value: &toml::de::DeValue) -> Result<String, String> {
@@ -278,11 +309,11 @@ fn value_text(setting: &Setting, value: &toml::de::DeValue) -> Result<String, St
             .map(|v| v.to_string())
             .map_err(|_| format!("{i} is out of range")),
         DeValue::Float(f) => Ok(f.as_str().to_owned()),
-        DeValue::String(s) if setting.key == "checkpoint.dir" => Ok(s.to_string()),
+        DeValue::String(s) if STRING_KEYS.contains(&setting.key) => Ok(s.to_string()),
         DeValue::String(s) => Err(format!("{s:?} is a string; give a number")),
-        DeValue::Boolean(_) | DeValue::Datetime(_) | DeValue::Array(_) | DeValue::Table(_) => {
-            Err("give a number (or a string for checkpoint.dir)".into())
-        }
+        DeValue::Boolean(_) | DeValue::Datetime(_) | DeValue::Array(_) | DeValue::Table(_) => Err(
+            format!("give a number (a string for {})", STRING_KEYS.join(" and ")),
+        ),
     }
 }
 
