@@ -31,6 +31,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use mpi::ffi::MPI_Comm;
 use mpi::raw::AsRaw;
+use mpi::traits::Communicator;
 
 use crate::checkpoint::CheckpointConfig;
 use crate::migrate::Job;
@@ -237,7 +238,10 @@ pub unsafe extern "C" fn rankmig_init(comm: *mut MPI_Comm) -> c_int {
             .with_env()
             .map_err(CallError::runtime)?;
         let mut job = Job::init_on_world(config).map_err(CallError::runtime)?;
-        logger::set_rank(job.checkpoints().rank());
+        // The job communicator's rank: a local call. (Not the checkpoint collective's,
+        // whose duplicate may still be in progress in a process that arrived by migration
+        // and must be completed by every rank together.)
+        logger::set_rank(u32::try_from(job.comm().rank()).unwrap_or(0));
         let saved = match job.take_arrived_state() {
             // Arrived by a migration: the regions stay in the state message until
             // registered (one copy, into the program's memory).
