@@ -22,29 +22,7 @@ const JOB_WAIT: Duration = Duration::from_secs(90);
 fn program() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let lib = support::build_c_library();
-        let out = lib.join("c-examples");
-        fs::create_dir_all(&out).expect("c-examples dir");
-        let exe = out.join("allreduce-c");
-        let status = Command::new("mpicc")
-            .args(["-O2", "-Wall", "-I"])
-            .arg(root.join("include"))
-            .arg(root.join("tests/c/allreduce.c"))
-            .arg("-o")
-            .arg(&exe)
-            .arg("-L")
-            .arg(&lib)
-            .arg("-lrankmig")
-            .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .arg("-lxxhash")
-            .status()
-            .expect("mpicc runs");
-        assert!(
-            status.success(),
-            "mpicc could not build tests/c/allreduce.c"
-        );
-        exe
+        support::build_c_program("tests/c/allreduce.c", "allreduce-c", &["-lxxhash"])
     })
 }
 

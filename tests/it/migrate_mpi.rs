@@ -882,28 +882,8 @@ fn ends_during_the_spawn() -> Result<(), Hung> {
 }
 
 /// `examples/c/pause_probe.c` built with `mpicc` against the library of this build.
-fn pause_probe(d: &Path) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = support::build_c_library();
-    let program = d.join("pause-probe");
-    let out = Command::new("mpicc")
-        .args(["-O2", "-Wall", "-I"])
-        .arg(root.join("include"))
-        .arg(root.join("examples/c/pause_probe.c"))
-        .arg("-o")
-        .arg(&program)
-        .arg("-L")
-        .arg(&lib)
-        .arg("-lrankmig")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .output()
-        .expect("mpicc runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    program
+fn pause_probe() -> PathBuf {
+    support::build_c_program("examples/c/pause_probe.c", "pause-probe", &[])
 }
 
 #[test]
@@ -919,7 +899,7 @@ fn a_c_program_with_thread_multiple_migrates_with_its_spawn_in_the_background() 
 fn c_program_in_the_background() -> Result<(), Hung> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let probe = pause_probe(d);
+    let probe = pause_probe();
     let times = d.join("times");
     fs::create_dir_all(&times).expect("times dir");
     set_availability(d, "n1 4\nn2 4\n");

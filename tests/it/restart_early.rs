@@ -10,7 +10,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
@@ -27,31 +27,7 @@ const PAUSE_US: &str = "1000";
 /// The program, built once with `mpicc` against `librankmig.so`, as a user does.
 fn program() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let lib = support::build_c_library();
-        let out_dir = lib.join("c-examples");
-        fs::create_dir_all(&out_dir).expect("c-examples dir");
-        let exe = out_dir.join("allreduce-sum");
-        let out = Command::new("mpicc")
-            .args(["-O2", "-Wall", "-I"])
-            .arg(root.join("include"))
-            .arg(root.join("tests/c/allreduce_sum.c"))
-            .arg("-o")
-            .arg(&exe)
-            .arg("-L")
-            .arg(&lib)
-            .arg("-lrankmig")
-            .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .output()
-            .expect("mpicc runs");
-        assert!(
-            out.status.success(),
-            "mpicc failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        exe
-    })
+    PATH.get_or_init(|| support::build_c_program("tests/c/allreduce_sum.c", "allreduce-sum", &[]))
 }
 
 /// The epoch directories of the job's checkpoint directory, oldest first.

@@ -411,3 +411,33 @@ pub fn records(run: &Path) -> Vec<serde_json::Value> {
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
 }
+
+/// Builds the C program `source` (a path in the repository) with `mpicc` against the
+/// library of this build, as a user does, into `c-examples/NAME` beside it, linking
+/// `extra` after `-lrankmig`; its path.
+pub fn build_c_program(source: &str, name: &str, extra: &[&str]) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = build_c_library();
+    let out_dir = lib.join("c-examples");
+    std::fs::create_dir_all(&out_dir).expect("c-examples dir");
+    let exe = out_dir.join(name);
+    let out = Command::new("mpicc")
+        .args(["-O2", "-Wall", "-I"])
+        .arg(root.join("include"))
+        .arg(root.join(source))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib)
+        .arg("-lrankmig")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(extra)
+        .output()
+        .expect("mpicc runs");
+    assert!(
+        out.status.success(),
+        "mpicc could not build {source}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
