@@ -14,7 +14,7 @@
 //! | runtime in every rank | [`migrate`] (the job, migration protocol, run-directory records) |
 //! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`](mod@checkpoint) |
 //! | launching and writing plans | [`emulated_cluster`], [`launcher`] (one file per MPI implementation), [`rms`] (Slurm), [`output`] (mappings, placements and plans as files and text) |
-//! | planning | [`planner`], [`treematch`] |
+//! | planning | [`planner`], [`treematch`], [`contention`] (nodes whose CPUs something else takes, judged from the ranks' waits) |
 //! | inputs | [`config`] (site and user configuration files), [`allocation`], [`availability`], [`topology`], [`matrix`], [`lines`], [`huge_pages`] |
 //!
 //! `supervisor` and `migrate` are two programs: the supervisor imports the runtime's
