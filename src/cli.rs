@@ -92,8 +92,8 @@ pub enum Command {
     /// Print each setting of the configuration files with its effective value for
     /// `rankmig run` and where that value comes from (environment, user file, site file
     /// or default). The user file is $RANKMIG_CONFIG, else
-    /// ~/.config/rankmig/config.toml; the site file is PREFIX/etc/rankmig.toml beside
-    /// this rankmig. A flag of `rankmig run` wins over all of them.
+    /// $XDG_CONFIG_HOME/rankmig/config.toml or ~/.config/rankmig/config.toml; the site
+    /// file is PREFIX/etc/rankmig.toml beside this rankmig. A flag of `rankmig run` wins over all of them.
     ///
     /// Example: rankmig config
     Config(ConfigArgs),

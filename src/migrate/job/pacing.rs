@@ -102,11 +102,11 @@ impl CheckPacer {
         calls: u64,
         sample: WaitSample,
     ) -> Vec<WaitSample> {
-        let stride = match self.spacing {
-            CheckSpacing::Millis(_) => self.proposed_stride(comm, calls),
-            CheckSpacing::Calls(_) => self.stride,
-        };
-        let mine = [stride, sample.wait_ns, sample.wall_ns];
+        let mine = [
+            self.proposed_stride(comm, calls),
+            sample.wait_ns,
+            sample.wall_ns,
+        ];
         let n = usize::try_from(comm.size()).unwrap_or(0);
         let mut all = vec![0u64; 3 * n];
         comm.all_gather_into(&mine[..], &mut all[..]);
@@ -122,7 +122,8 @@ impl CheckPacer {
             .collect()
     }
 
-    /// Rank 0's stride for the next interval (0 on the other ranks).
+    /// Rank 0's stride for the next interval when paced by time (0 on the other ranks);
+    /// the fixed stride when paced by calls.
     fn proposed_stride<C: Communicator>(&self, comm: &C, calls: u64) -> u64 {
         let CheckSpacing::Millis(ms) = self.spacing else {
             return self.stride;
