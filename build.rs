@@ -7,7 +7,7 @@
 //! the other MPI's launcher. This script puts the library directories of `mpicc -show`
 //! first (a package's own build script outputs come before its dependencies' on the
 //! link line) and records them as the run path of every binary, test, example and of
-//! `librankmig.so`.
+//! `librankmig.so` (built by scripts/install.sh).
 
 use std::process::Command;
 

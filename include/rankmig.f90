@@ -34,8 +34,9 @@
 ! Installed (scripts/install.sh), the compiled modules are in PREFIX/include and their
 ! code in PREFIX/lib/librankmig_fortran.a: link with
 ! `pkg-config --cflags --libs rankmig-fortran`, or the CMake target rankmig::fortran.
-! From a checkout: mpif90 -c include/rankmig.f90 (gives rankmig.mod and
-! rankmig_f08.mod), then link the program with -L target/release -lrankmig.
+! With an MPI without a Fortran wrapper at install time: mpif90 -c include/rankmig.f90
+! (gives rankmig.mod and rankmig_f08.mod), then link the program with
+! `pkg-config --libs rankmig`.
 module rankmig
   use, intrinsic :: iso_c_binding, only: c_int, c_long, c_char, c_ptr, c_size_t, &
        c_null_char, c_null_ptr, c_f_pointer, c_associated, c_funptr, c_funloc

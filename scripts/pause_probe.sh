@@ -35,14 +35,20 @@ case $IMPL in
     export PATH="$ROOT/target/mpi/$IMPL/bin:$PATH" CARGO_TARGET_DIR=$target ;;
   *) echo "pause_probe: IMPL must be openmpi4, openmpi418 or mpich" >&2; exit 2 ;;
 esac
-cargo build --release --quiet --lib --bin rankmig --example jacobi
+cargo build --release --quiet --bin rankmig --example jacobi
 lib=$target/release
+# The probe links the runtime library as a user's code does: from an installed prefix.
+prefix=$target/pause-probe-prefix
+CARGO_TARGET_DIR=$target bash scripts/install.sh --prefix "$prefix" >/dev/null 2>&1 ||
+  { echo "pause_probe: scripts/install.sh --prefix $prefix failed" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'touch "$work/stop" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"; echo "work: $work"' EXIT
 case ${PROGRAM:-probe} in
   probe)
     probe=$work/pause-probe
-    mpicc -O2 -I include examples/c/pause_probe.c -o "$probe" -L "$lib" -lrankmig "-Wl,-rpath,$lib"
+    # shellcheck disable=SC2046 # pkg-config's flags are several words
+    mpicc -O2 examples/c/pause_probe.c -o "$probe" \
+      $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs rankmig)
     app=("$probe" --mb "$MB") ;;
   jacobi)
     # A grid of N x N doubles, N a multiple of RANKS, about MB per rank.

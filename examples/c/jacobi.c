@@ -3,11 +3,11 @@
  * with the same numerics, so the same size, iterations and rank count print the same
  * checksum (XXH3-64 of the final global grid, row-major little-endian doubles).
  *
- * The rankmig lines are marked "rankmig:". Build (from the repository root, after
- * cargo build --release):
+ * The rankmig lines are marked "rankmig:". Build (from the repository root, against a
+ * prefix DIR installed by scripts/install.sh --prefix DIR):
  *
- *   mpicc -O2 -I include examples/c/jacobi.c -o target/jacobi-c \
- *         -L target/release -lrankmig -Wl,-rpath,$PWD/target/release -lxxhash
+ *   mpicc -O2 examples/c/jacobi.c -o target/jacobi-c \
+ *         $(PKG_CONFIG_PATH=DIR/lib/pkgconfig pkg-config --cflags --libs rankmig) -lxxhash
  *
  * Run:       mpirun -np 4 target/jacobi-c --size 256 --iters 1000
  * Migrating: rankmig run -n 4 --availability av -- target/jacobi-c --size 256 --iters 1000

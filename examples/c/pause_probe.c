@@ -12,9 +12,10 @@
  * MPI is initialised with MPI_THREAD_MULTIPLE so that rankmig can spawn replacement
  * processes in the background.
  *
- * Build (from the repository root, after cargo build --release):
- *   mpicc -O2 -I include examples/c/pause_probe.c -o target/pause-probe \
- *         -L target/release -lrankmig -Wl,-rpath,$PWD/target/release
+ * Build (from the repository root, against a prefix DIR installed by
+ * scripts/install.sh --prefix DIR):
+ *   mpicc -O2 examples/c/pause_probe.c -o target/pause-probe \
+ *         $(PKG_CONFIG_PATH=DIR/lib/pkgconfig pkg-config --cflags --libs rankmig)
  * Run:  rankmig run -n 8 -a av -- target/pause-probe --mb 8 --iters 20000 --times DIR
  * Options: --mb N (state per rank, MB), --iters K, --times DIR, --stop-file PATH
  * (ends the loop at the first iteration, a multiple of 256, that finds it; the

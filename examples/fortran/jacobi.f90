@@ -4,9 +4,10 @@
 ! checksum (XXH3-64 of the final global grid, row-major little-endian doubles).
 ! Row i of a rank is rows(:, i), so memory holds the rows one after the other.
 !
-! Build (from the repository root, after cargo build --release):
-!   mpif90 -O2 -J target include/rankmig.f90 examples/fortran/jacobi.f90 -o target/jacobi-f \
-!          -L target/release -lrankmig -Wl,-rpath,$PWD/target/release -lxxhash
+! Build (from the repository root, against a prefix DIR installed by
+! scripts/install.sh --prefix DIR with this MPI's Fortran wrapper beside its mpicc):
+!   mpif90 -O2 examples/fortran/jacobi.f90 -o target/jacobi-f \
+!     $(PKG_CONFIG_PATH=DIR/lib/pkgconfig pkg-config --cflags --libs rankmig-fortran) -lxxhash
 program jacobi
   use, intrinsic :: iso_c_binding
   use mpi

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::support;
 use crate::support::job::{Job, retry_on_hang, wait_for};
+use crate::support::prefix;
 use crate::support::{
     checksum, has_committed_epoch, jacobi, live_hosts, mpi_lock, namespaces_available, per_host,
     rankmig, records, wait_until,
@@ -53,63 +54,43 @@ impl Twin {
     }
 }
 
-/// Builds the shared library, then the twin with the MPI compiler wrapper, as the
-/// README says a user does.
+/// Builds the twin with the MPI compiler wrapper against the installed prefix,
+/// through pkg-config (`rankmig`, or `rankmig-fortran` for the Fortran modules), as a
+/// user does.
 fn build(twin: Twin) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = support::build_c_library();
-    let out_dir = lib.join("c-examples");
+    let out_dir = prefix::build_dir().join("c-examples");
     fs::create_dir_all(&out_dir).expect("c-examples dir");
-    let mut cmd = match twin {
-        Twin::C | Twin::CCartOnce => {
-            let mut c = Command::new("mpicc");
-            c.args(["-O2", "-Wall", "-I"])
-                .arg(root.join("include"))
-                .arg(root.join("examples/c/jacobi.c"))
-                .arg("-o")
-                .arg(out_dir.join(twin.file_name()));
-            if twin == Twin::CCartOnce {
-                c.arg("-DJACOBI_CART_ONCE");
-            }
-            c
-        }
-        Twin::Fortran | Twin::RingF08 => {
-            let source = if twin == Twin::Fortran {
-                "examples/fortran/jacobi.f90"
-            } else {
-                "tests/fortran/ring_f08.f90"
-            };
-            let mut f = Command::new("mpif90");
-            f.args(["-O2", "-J"])
-                .arg(&out_dir)
-                .arg(root.join("include/rankmig.f90"))
-                .arg(root.join(source))
-                .arg("-o")
-                .arg(out_dir.join(twin.file_name()));
-            f
-        }
-        Twin::RingC => {
-            let mut c = Command::new("mpicc");
-            c.args(["-O2", "-Wall", "-I"])
-                .arg(root.join("include"))
-                .arg(root.join("tests/c/ring.c"))
-                .arg("-o")
-                .arg(out_dir.join(twin.file_name()));
-            c
-        }
+    let exe = out_dir.join(twin.file_name());
+    let (wrapper, package, source) = match twin {
+        Twin::C | Twin::CCartOnce => ("mpicc", "rankmig", "examples/c/jacobi.c"),
+        Twin::RingC => ("mpicc", "rankmig", "tests/c/ring.c"),
+        Twin::Fortran => ("mpif90", "rankmig-fortran", "examples/fortran/jacobi.f90"),
+        Twin::RingF08 => ("mpif90", "rankmig-fortran", "tests/fortran/ring_f08.f90"),
     };
-    cmd.arg("-L")
-        .arg(&lib)
-        .arg("-lrankmig")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lxxhash");
+    let mut cmd = prefix::compile_against_prefix(
+        wrapper,
+        package,
+        &[&root.join(source)],
+        &exe,
+        &["-lxxhash"],
+    );
+    if wrapper == "mpicc" {
+        cmd.arg("-Wall");
+    } else {
+        // The program's own modules (ring_f08's ring_comm) beside it, not in the checkout.
+        cmd.arg("-J").arg(&out_dir);
+    }
+    if twin == Twin::CCartOnce {
+        cmd.arg("-DJACOBI_CART_ONCE");
+    }
     let out = cmd.output().expect("the MPI compiler wrapper runs");
     assert!(
         out.status.success(),
         "{twin:?} build failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    out_dir.join(twin.file_name())
+    exe
 }
 
 impl Twin {

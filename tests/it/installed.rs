@@ -8,101 +8,18 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::support::job::{Job, retry_on_hang, set_availability, wait_for};
+use crate::support::prefix::{install, installed_prefix};
 use crate::support::{checksum, iterations_of, mpi_lock, plain_launch_with, records, wait_until};
 
 /// How long a step of a job (its start, a migration) may take.
 const JOB_WAIT: Duration = Duration::from_secs(120);
 
-/// The build directory of this test binary (`target/release` of the MPI under test).
-fn build_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_rankmig"))
-        .parent()
-        .expect("target/release")
-        .to_path_buf()
-}
-
-/// A directory of `apt-get` and `sudo` stand-ins that record their call and fail, and
-/// the `PATH` that puts it ahead of the real ones: scripts/test.sh's
-/// (`RANKMIG_TEST_TRAPS`, on its `PATH` for every step, so that the builds and this
-/// install see one `PATH` and nothing is rebuilt), or one made here.
-fn traps(dir: &Path) -> (PathBuf, String) {
-    let path = std::env::var("PATH").unwrap_or_default();
-    if let Some(traps) = std::env::var_os("RANKMIG_TEST_TRAPS").map(PathBuf::from) {
-        // Ahead of the directories of the real apt-get and sudo.
-        let at = |dir: &str| path.split(':').position(|d| d == dir);
-        let first = at(traps.to_str().unwrap_or("-"));
-        if first.is_some()
-            && [at("/usr/bin"), at("/bin")]
-                .iter()
-                .all(|real| first < *real || real.is_none())
-        {
-            return (traps, path);
-        }
-    }
-    let bin = dir.join("traps");
-    fs::create_dir_all(&bin).expect("traps dir");
-    for name in ["apt-get", "sudo"] {
-        let trap = bin.join(name);
-        fs::write(
-            &trap,
-            format!("#!/bin/sh\necho {name} >> \"$0.called\"\nexit 1\n"),
-        )
-        .expect("trap");
-        Command::new("chmod")
-            .arg("+x")
-            .arg(&trap)
-            .status()
-            .expect("chmod");
-    }
-    let path = format!("{}:{path}", bin.display());
-    (bin, path)
-}
-
-/// Runs `scripts/install.sh` with `args`, the traps first on `PATH`, in this binary's
-/// target directory; asserts that it succeeded and called neither trap.
-fn install(args: &[&str], destdir: Option<&Path>) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let work = build_dir().join("installed");
-    let (traps, path) = traps(&work);
-    let mut cmd = Command::new("bash");
-    cmd.arg(root.join("scripts/install.sh"))
-        .args(args)
-        .env("PATH", path)
-        .env(
-            "CARGO_TARGET_DIR",
-            build_dir().parent().expect("target dir"),
-        )
-        .env_remove("DESTDIR");
-    if let Some(destdir) = destdir {
-        cmd.env("DESTDIR", destdir);
-    }
-    let out = cmd.output().expect("bash scripts/install.sh");
-    assert!(
-        out.status.success(),
-        "install.sh {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for name in ["apt-get", "sudo"] {
-        assert!(
-            !traps.join(format!("{name}.called")).exists(),
-            "install.sh called {name}"
-        );
-    }
-}
-
 /// The prefix, installed once per test binary.
 fn prefix() -> &'static Path {
-    static PREFIX: OnceLock<PathBuf> = OnceLock::new();
-    PREFIX.get_or_init(|| {
-        let prefix = build_dir().join("installed/prefix");
-        let _ = fs::remove_dir_all(&prefix);
-        install(&["--prefix", prefix.to_str().expect("UTF-8 path")], None);
-        prefix
-    })
+    installed_prefix()
 }
 
 /// The installed `rankmig`, without the `RANKMIG_*` variables of the test's environment.
@@ -244,13 +161,22 @@ fn an_installed_prefix_holds_the_library_its_packages_and_pages() {
         env!("CARGO_PKG_VERSION")
     );
 
-    // Staged (DESTDIR): the files land under the stage, the paths inside them name the
-    // final prefix; the uninstall removes what the manifest lists.
+    // Staged (DESTDIR), the library alone: the files land under the stage, the paths
+    // inside them name the final prefix, the command is left out; the uninstall removes
+    // what the manifest lists.
     let stage = tempfile::tempdir().expect("stage");
-    install(&["--prefix", "/opt/rankmig-test"], Some(stage.path()));
+    install(
+        &["--prefix", "/opt/rankmig-test", "--library-only"],
+        Some(stage.path()),
+    );
     let staged = stage.path().join("opt/rankmig-test");
     let pc = fs::read_to_string(staged.join("lib/pkgconfig/rankmig.pc")).expect("staged .pc");
     assert!(pc.contains("prefix=/opt/rankmig-test\n"), "{pc}");
+    assert!(staged.join("lib/librankmig.so.1").exists());
+    assert!(
+        !staged.join("bin/rankmig").exists() && !staged.join("share/man").exists(),
+        "--library-only installed the command"
+    );
     let mut uninstall = Command::new("bash");
     uninstall
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install.sh"))

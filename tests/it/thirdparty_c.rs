@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::support::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
+use crate::support::prefix::compile_against_prefix;
 use crate::support::{checksum, mpi_lock, rankmig};
 use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
 
@@ -21,63 +22,24 @@ fn build(dir: &Path) -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let code = root.join("examples/thirdparty/hpcc-randomaccess");
     let ours = code.join("rankmig/RandomAccess");
-    // `cargo test` does not refresh librankmig.so (the cdylib): build it here, with an
-    // example so that dependency features are those of this test build (a `--lib` build
-    // alone resolves them without dev-dependencies, rebuilds serde & co under new
-    // hashes, and the doctests of the same `cargo test` then fail to link).
-    let mut cargo = Command::new(env!("CARGO"));
-    cargo
-        .args([
-            "build",
-            "--quiet",
-            "--lib",
-            "--example",
-            "jacobi",
-            "--manifest-path",
-        ])
-        .arg(root.join("Cargo.toml"));
-    if cfg!(not(debug_assertions)) {
-        cargo.arg("--release");
-    }
-    assert!(
-        cargo.status().is_ok_and(|s| s.success()),
-        "cargo build --lib failed"
-    );
-    // target/<profile>/deps/TEST-HASH -> target/<profile>, where librankmig.so is.
-    let exe = std::env::current_exe().expect("test binary path");
-    let lib_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    assert!(
-        lib_dir.join("librankmig.so").exists(),
-        "{} has no librankmig.so",
-        lib_dir.display()
-    );
     let out = dir.join("randomaccess");
-    let mut cmd = Command::new("mpicc");
-    cmd.args(["-O2", "-DRA_SANDIA_NOPT", "-DLONG_IS_64BITS"])
-        .arg("-I")
-        .arg(code.join("original/include"))
-        .arg("-I")
-        .arg(code.join("original/hpl/include"))
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg(code.join("rankmig/driver.c"));
+    // Against the installed prefix, through pkg-config, as a user builds it.
+    let mut sources = vec![code.join("rankmig/driver.c")];
     for file in [
         "MPIRandomAccess.c",
         "MPIRandomAccess_vanilla.c",
         "verification.c",
         "utility.c",
     ] {
-        cmd.arg(ours.join(file));
+        sources.push(ours.join(file));
     }
-    cmd.arg("-L")
-        .arg(lib_dir)
-        .args(["-lrankmig", "-lxxhash"])
-        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
-        .arg("-o")
-        .arg(&out);
+    let sources: Vec<&Path> = sources.iter().map(PathBuf::as_path).collect();
+    let mut cmd = compile_against_prefix("mpicc", "rankmig", &sources, &out, &["-lxxhash"]);
+    cmd.args(["-DRA_SANDIA_NOPT", "-DLONG_IS_64BITS"])
+        .arg("-I")
+        .arg(code.join("original/include"))
+        .arg("-I")
+        .arg(code.join("original/hpl/include"));
     match cmd.output() {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => panic!("mpicc: {e}"),

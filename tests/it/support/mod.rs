@@ -4,6 +4,7 @@
 
 pub mod job;
 pub mod limited;
+pub mod prefix;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -356,35 +357,6 @@ impl StoppingSpawns {
     }
 }
 
-/// Builds `librankmig.so` (with the Jacobi example: the dependency features of this
-/// test build, so nothing is rebuilt under other hashes, see tests/it/thirdparty_c.rs) and
-/// returns the directory it is in (`target/release`), for a C or Fortran program to
-/// link, as the README says a user does.
-pub fn build_c_library() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let built = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--lib",
-            "--example",
-            "jacobi",
-        ])
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .status()
-        .expect("cargo build --lib");
-    assert!(
-        built.success(),
-        "cargo build --release --lib --example jacobi failed"
-    );
-    Path::new(env!("CARGO_BIN_EXE_rankmig"))
-        .parent()
-        .expect("target/release")
-        .to_path_buf()
-}
-
 /// (rank, pid, node, event) of every line of `run_dir/processes.csv` (lines it cannot
 /// read are left out; none when the file is not there yet).
 pub fn processes_csv(run_dir: &Path) -> Vec<(usize, u32, String, String)> {
@@ -413,27 +385,19 @@ pub fn records(run: &Path) -> Vec<serde_json::Value> {
 }
 
 /// Builds the C program `source` (a path in the repository) with `mpicc` against the
-/// library of this build, as a user does, into `c-examples/NAME` beside it, linking
-/// `extra` after `-lrankmig`; its path.
+/// installed prefix ([`prefix::library_prefix`]) through pkg-config, as a user does,
+/// into `target/release/c-examples/NAME`, linking `extra` after the package's
+/// libraries; its path.
 pub fn build_c_program(source: &str, name: &str, extra: &[&str]) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = build_c_library();
-    let out_dir = lib.join("c-examples");
+    let out_dir = prefix::build_dir().join("c-examples");
     std::fs::create_dir_all(&out_dir).expect("c-examples dir");
     let exe = out_dir.join(name);
-    let out = Command::new("mpicc")
-        .args(["-O2", "-Wall", "-I"])
-        .arg(root.join("include"))
-        .arg(root.join(source))
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(&lib)
-        .arg("-lrankmig")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(extra)
-        .output()
-        .expect("mpicc runs");
+    let out =
+        prefix::compile_against_prefix("mpicc", "rankmig", &[&root.join(source)], &exe, extra)
+            .arg("-Wall")
+            .output()
+            .expect("mpicc runs");
     assert!(
         out.status.success(),
         "mpicc could not build {source}:\n{}",

@@ -6,10 +6,12 @@
  * with the "checksum:" line added for rankmig, goes to stdout.
  *
  *   mpicc -O2 -DRA_SANDIA_NOPT -DLONG_IS_64BITS -I rankmig/RandomAccess \
- *     -I original/RandomAccess -I original/include -I original/hpl/include -I ../../../include \
+ *     -I original/RandomAccess -I original/include -I original/hpl/include \
  *     rankmig/driver.c rankmig/RandomAccess/MPIRandomAccess.c \
  *     rankmig/RandomAccess/MPIRandomAccess_vanilla.c original/RandomAccess/verification.c \
- *     original/RandomAccess/utility.c -L ../../../target/release -lrankmig -lxxhash -o ra
+ *     original/RandomAccess/utility.c $(pkg-config --cflags --libs rankmig) -lxxhash -o ra
+ *
+ * with PKG_CONFIG_PATH=PREFIX/lib/pkgconfig of a prefix installed by scripts/install.sh.
  */
 #include <hpcc.h>
 #include <rankmig.h>

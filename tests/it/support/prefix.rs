@@ -1,0 +1,155 @@
+//! The installed prefix the tests' C, C++ and Fortran programs build against, as a
+//! user's do: `scripts/install.sh --prefix DIR` from this checkout (with `apt-get` and
+//! `sudo` on `PATH` as traps that fail the test if called), once per test binary, and
+//! `pkg-config` on `DIR/lib/pkgconfig` for the flags.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The build directory of this test binary (`target/release` of the MPI under test).
+pub fn build_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_rankmig"))
+        .parent()
+        .expect("target/release")
+        .to_path_buf()
+}
+
+/// A directory of `apt-get` and `sudo` stand-ins that record their call and fail, and
+/// the `PATH` that puts it ahead of the real ones: scripts/test.sh's
+/// (`RANKMIG_TEST_TRAPS`, on its `PATH` for every step, so that the builds and this
+/// install see one `PATH` and nothing is rebuilt), or one made here.
+fn traps(dir: &Path) -> (PathBuf, String) {
+    let path = std::env::var("PATH").unwrap_or_default();
+    if let Some(traps) = std::env::var_os("RANKMIG_TEST_TRAPS").map(PathBuf::from) {
+        // Ahead of the directories of the real apt-get and sudo.
+        let at = |dir: &str| path.split(':').position(|d| d == dir);
+        let first = at(traps.to_str().unwrap_or("-"));
+        if first.is_some()
+            && [at("/usr/bin"), at("/bin")]
+                .iter()
+                .all(|real| first < *real || real.is_none())
+        {
+            return (traps, path);
+        }
+    }
+    let bin = dir.join("traps");
+    fs::create_dir_all(&bin).expect("traps dir");
+    for name in ["apt-get", "sudo"] {
+        let trap = bin.join(name);
+        fs::write(
+            &trap,
+            format!("#!/bin/sh\necho {name} >> \"$0.called\"\nexit 1\n"),
+        )
+        .expect("trap");
+        Command::new("chmod")
+            .arg("+x")
+            .arg(&trap)
+            .status()
+            .expect("chmod");
+    }
+    let path = format!("{}:{path}", bin.display());
+    (bin, path)
+}
+
+/// Runs `scripts/install.sh` with `args`, the traps first on `PATH`, in this binary's
+/// target directory; asserts that it succeeded and called neither trap.
+pub fn install(args: &[&str], destdir: Option<&Path>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let work = build_dir().join("installed");
+    let (traps, path) = traps(&work);
+    let mut cmd = Command::new("bash");
+    cmd.arg(root.join("scripts/install.sh"))
+        .args(args)
+        .env("PATH", path)
+        .env(
+            "CARGO_TARGET_DIR",
+            build_dir().parent().expect("target dir"),
+        )
+        .env_remove("DESTDIR");
+    if let Some(destdir) = destdir {
+        cmd.env("DESTDIR", destdir);
+    }
+    let out = cmd.output().expect("bash scripts/install.sh");
+    assert!(
+        out.status.success(),
+        "install.sh {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in ["apt-get", "sudo"] {
+        assert!(
+            !traps.join(format!("{name}.called")).exists(),
+            "install.sh called {name}"
+        );
+    }
+}
+
+static FULL_PREFIX: OnceLock<PathBuf> = OnceLock::new();
+static LIBRARY_PREFIX: OnceLock<PathBuf> = OnceLock::new();
+
+/// The prefix with the command, installed once per test binary into
+/// `target/release/installed/prefix` with the MPI first on `PATH`.
+pub fn installed_prefix() -> &'static Path {
+    FULL_PREFIX.get_or_init(|| fresh_install("prefix", &[]))
+}
+
+/// What the C, C++ and Fortran programs of the tests build against: the prefix with the
+/// command if this test binary installed it already, else one installed with
+/// `--library-only` (the command's build is left out: it differs from this test
+/// build's by the dev-dependencies' features, so it would compile rankmig again).
+pub fn library_prefix() -> &'static Path {
+    if let Some(full) = FULL_PREFIX.get() {
+        return full;
+    }
+    LIBRARY_PREFIX.get_or_init(|| fresh_install("library-prefix", &["--library-only"]))
+}
+
+/// `install.sh --prefix target/release/installed/NAME EXTRA`, into an emptied directory.
+fn fresh_install(name: &str, extra: &[&str]) -> PathBuf {
+    let prefix = build_dir().join("installed").join(name);
+    let _ = fs::remove_dir_all(&prefix);
+    let mut args = vec!["--prefix", prefix.to_str().expect("UTF-8 path")];
+    args.extend_from_slice(extra);
+    install(&args, None);
+    prefix
+}
+
+/// `pkg-config ARGS` on the `.pc` files of [`library_prefix`], split into arguments.
+pub fn pkg_config(args: &[&str]) -> Vec<String> {
+    let out = Command::new("pkg-config")
+        .args(args)
+        .env("PKG_CONFIG_PATH", library_prefix().join("lib/pkgconfig"))
+        .output()
+        .expect("pkg-config runs");
+    assert!(
+        out.status.success(),
+        "pkg-config {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The compiler wrapper `wrapper` (`mpicc`, `mpif90`) building `sources` into `exe`
+/// against the installed package `package` (`rankmig`, `rankmig-fortran`): its
+/// `pkg-config --cflags` before the sources, `--libs` and then `extra` after them.
+pub fn compile_against_prefix(
+    wrapper: &str,
+    package: &str,
+    sources: &[&Path],
+    exe: &Path,
+    extra: &[&str],
+) -> Command {
+    let mut cmd = Command::new(wrapper);
+    cmd.arg("-O2")
+        .args(pkg_config(&["--cflags", package]))
+        .args(sources)
+        .arg("-o")
+        .arg(exe)
+        .args(pkg_config(&["--libs", package]))
+        .args(extra);
+    cmd
+}
