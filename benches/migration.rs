@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
+use rankmig::run_dir::record::{Reconfiguration, read_reconfigurations};
 
 const RANKS: usize = 16;
 /// 5792² doubles over 16 ranks = 362 rows of 5792 = 16.0 MiB per rank.

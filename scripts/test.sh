@@ -115,7 +115,7 @@ for impl in ${RANKMIG_TEST_MPIS-openmpi4 mpich openmpi5}; do
     cargo test --release --no-fail-fast --test it -- "${c_tests[@]}"
   if [ "$impl" = mpich ]; then
     # MPICH's background migrations start their replacements by launches of `rankmig
-    # run` (src/migrate/launch_request.rs): the migration tests, faults included, on
+    # run` (src/run_dir/launch_request.rs): the migration tests, faults included, on
     # that path.
     step "migrations on logical nodes ($impl)" "${with_mpi[@]}" \
       cargo test --release --no-fail-fast --test it -- migrate_mpi::

@@ -639,7 +639,7 @@ fn run_report(args: &ReportArgs) -> Result<(), CliError> {
     let report = read_run(&args.run_dir)?;
     let chart = svg(&report)?;
     print!("{}", table(&report));
-    let matrix = args.run_dir.join(rankmig::migrate::record::MATRIX);
+    let matrix = args.run_dir.join(rankmig::run_dir::record::MATRIX);
     if matrix.is_file() {
         println!(
             "communication matrix: {} (bytes between ranks, TreeMatch's format: rankmig run --matrix {})",

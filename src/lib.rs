@@ -11,14 +11,16 @@
 //! | layer | modules |
 //! |---|---|
 //! | programs | `rankmig` CLI (`src/main.rs`, `src/cli.rs`, `src/commands.rs`); [`supervisor`] (`rankmig run`); [`report`] (`rankmig report`); [`capi`] (C and Fortran interface) |
-//! | runtime in every rank | [`migrate`] (the job, migration protocol, run-directory records) |
+//! | runtime in every rank | [`migrate`] (the job, its pacing and history, the migration protocol) |
+//! | the run directory | [`run_dir`] (the files `rankmig run` and the ranks both read and write, and their formats: settings, records, spawn marker, replacement launch requests) |
 //! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`](mod@checkpoint) |
 //! | launching and writing plans | [`emulated_cluster`], [`launcher`] (one file per MPI implementation), [`rms`] (Slurm), [`output`] (mappings, placements and plans as files and text) |
 //! | planning | [`planner`], [`treematch`], [`contention`] (nodes whose CPUs something else takes, judged from the ranks' waits) |
 //! | inputs | [`config`] (site and user configuration files), [`allocation`], [`availability`], [`topology`], [`matrix`], [`lines`], [`huge_pages`] |
 //!
-//! `supervisor` and `migrate` are two programs: the supervisor imports the runtime's
-//! contract (its settings and records), never the other way round.
+//! `supervisor` (with `report`) and `migrate` are two programs that meet only in the run
+//! directory: both import [`run_dir`], neither imports the other (`tests/it/layering.rs`
+//! checks this too).
 
 // No panic on a value read from a user, a file or the system: the library returns its
 // errors (tests may unwrap; see clippy.toml). Set here rather than in Cargo.toml's
@@ -49,6 +51,7 @@ pub mod planner;
 pub mod report;
 #[cfg(feature = "tools")]
 pub mod rms;
+pub mod run_dir;
 #[cfg(feature = "tools")]
 pub mod supervisor;
 pub mod topology;

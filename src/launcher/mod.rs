@@ -218,7 +218,7 @@ pub struct Capabilities {
     pub background_spawn: bool,
     /// The replacements of a background migration may be started by a second launch
     /// of `rankmig run` and joined with `MPI_Comm_accept`/`MPI_Comm_connect`
-    /// ([`crate::migrate::launch_request`]), which holds the application for less than
+    /// ([`crate::run_dir::launch_request`]), which holds the application for less than
     /// a spawn does. Tried with MPICH 5.0.2, whose spawn holds every MPI call of the
     /// application until the children start. Tried with Open MPI 4.1.8 and
     /// `ompi-server`: the application was held less, but its `pml ucx` reaches

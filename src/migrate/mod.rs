@@ -13,27 +13,23 @@
 //!
 //! This module is the runtime inside every application process. What differs between
 //! MPI implementations (how a replaced rank leaves, the spawn info keys, whether a spawn
-//! back onto a left host works) it asks [`crate::launcher`]. `rankmig run`
-//! ([`crate::supervisor`]) starts such a job with the settings of [`settings`] and reads
-//! what the ranks write to the run directory ([`record`], [`spawn_watch`]).
+//! back onto a left host works) it asks [`crate::launcher`]. What it shares with
+//! `rankmig run` ([`crate::supervisor`], a separate program) is the run directory
+//! ([`crate::run_dir`]): the settings it is started with, the records it writes, the
+//! spawn marker and the replacement launch requests; the two never import each other.
 
 #[cfg(feature = "mpi")]
 pub mod finalize;
 #[cfg(feature = "mpi")]
 pub mod job;
-pub mod launch_request;
 #[cfg(feature = "mpi")]
 pub mod protocol;
-pub mod record;
-pub mod settings;
-pub mod spawn_watch;
 pub mod state_buffer;
 pub mod state_message;
 pub mod timeline;
 
 #[cfg(feature = "mpi")]
 pub use job::Job;
-pub use record::PhaseTimes;
 
 /// Why a migration step failed.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +59,7 @@ pub enum MigrateError {
     Protocol(&'static str),
     /// A `RANKMIG_*` variable has a value the job cannot use.
     #[error(transparent)]
-    Settings(#[from] settings::SettingsError),
+    Settings(#[from] crate::run_dir::settings::SettingsError),
     /// A process of a background spawn was dismissed before it joined the job (the
     /// application ended first): it leaves.
     #[error("the migration this process was started for was called off")]
@@ -71,7 +67,7 @@ pub enum MigrateError {
     /// A replacement launched by `rankmig run` could not read its request or say
     /// it is ready.
     #[error(transparent)]
-    Request(#[from] launch_request::RequestError),
+    Request(#[from] crate::run_dir::launch_request::RequestError),
     /// An I/O error (run directory, executable path).
     #[error(transparent)]
     Io(#[from] std::io::Error),

@@ -20,9 +20,9 @@ use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
 use crate::checkpoint::mpi_collective::wait_sleeping;
 
 use super::MigrateError;
-use super::record::PhaseTimes;
 use super::state_buffer::StateBuffer;
 use super::state_message::StateMessage;
+use crate::run_dir::record::PhaseTimes;
 
 /// Tag of the assignment message (rank 0 → new process).
 const TAG_ASSIGNMENT: i32 = 0x5a41;

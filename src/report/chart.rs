@@ -364,7 +364,7 @@ mod tests {
 
     #[test]
     fn a_contention_move_is_marked_as_such() {
-        let record = |index: u64, change: &str| -> crate::migrate::record::Reconfiguration {
+        let record = |index: u64, change: &str| -> crate::run_dir::record::Reconfiguration {
             let text = format!(
                 r#"{{"index":{index},"iteration":{index},"at_seconds":1.0,"change":"{change}","nodes":3,"outcome":"migrated","detail":null,"moves":1,"minimum_moves":1,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.0,"phases":{{"spawn":0.0,"transfer":0.0,"rebuild":0.0}},"state_bytes":0}}"#
             );

@@ -10,10 +10,10 @@ mod table;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::migrate::record::{
+use crate::planner::Placement;
+use crate::run_dir::record::{
     IterationRecord, Reconfiguration, read_iterations, read_reconfigurations,
 };
-use crate::planner::Placement;
 
 pub use chart::svg;
 pub use table::table;

@@ -133,15 +133,15 @@ impl RunSpec {
 }
 
 fn default_check_interval_ms() -> u64 {
-    crate::migrate::settings::DEFAULT_CHECK_INTERVAL_MS
+    crate::run_dir::settings::DEFAULT_CHECK_INTERVAL_MS
 }
 
 fn default_settle_ms() -> u64 {
-    crate::migrate::settings::DEFAULT_SETTLE_MS
+    crate::run_dir::settings::DEFAULT_SETTLE_MS
 }
 
 fn default_spawn_timeout_ms() -> u64 {
-    crate::migrate::spawn_watch::DEFAULT_SPAWN_TIMEOUT_MS
+    crate::run_dir::spawn_watch::DEFAULT_SPAWN_TIMEOUT_MS
 }
 
 /// Why a run could not be launched.
@@ -303,7 +303,7 @@ fn checked_availability(
 /// A relaunch ([`LaunchKind::Relaunch`]) that finds the file unreadable or invalid
 /// says so and uses the last content the job accepted instead: the newest usable one of
 /// the run directory's accepted copy
-/// ([`crate::migrate::record::ACCEPTED_AVAILABILITY`]) and the copies its launches were
+/// ([`crate::run_dir::record::ACCEPTED_AVAILABILITY`]) and the copies its launches were
 /// placed for (`availability-*.txt`). The ranks then refuse the file's content at their
 /// first check, as during the run, and go on watching it. Other launches fail.
 fn launch_availability(
@@ -450,12 +450,12 @@ pub const RUN_SPEC_FILE: &str = "run.json";
 /// The files a run leaves in its run directory (the checkpoint directory aside).
 const RUN_RECORDS: [&str; 9] = [
     RUN_SPEC_FILE,
-    crate::migrate::record::MISPLACED,
+    crate::run_dir::record::MISPLACED,
     super::stall_watch::STALLS,
     "reconfigurations.jsonl",
     "processes.csv",
     "rankfile",
-    crate::migrate::record::RELAUNCH_REQUEST,
+    crate::run_dir::record::RELAUNCH_REQUEST,
     crate::rms::RMS_AVAILABILITY,
     "iterations",
 ];

@@ -13,8 +13,8 @@ use super::launch::{
 use super::progress::launch_line;
 use super::rank_environment::{rank_environment, user_launcher_args};
 use crate::launcher::JobLaunch;
-use crate::migrate::launch_request::{ENV_JOIN, LaunchRequest};
 use crate::planner::{Location, Placement};
+use crate::run_dir::launch_request::{ENV_JOIN, LaunchRequest};
 
 /// Prepares the run directory: `run.json`, the placement of this launch, the rankfile
 /// and (multi-host mode) the launcher's hostfile. Returns the launch command. A launch
@@ -61,7 +61,7 @@ pub fn prepare(spec: &RunSpec, kind: LaunchKind) -> Result<Command, LaunchError>
     })?;
     let mut env = rank_environment(spec, &placement_path, cores, restart);
     env.push((
-        crate::migrate::settings::ENV_PLANNED_AVAILABILITY.to_owned(),
+        crate::run_dir::settings::ENV_PLANNED_AVAILABILITY.to_owned(),
         planned_path.display().to_string(),
     ));
     let mut cmd = launcher_command(spec, &placement, hostfile.as_deref(), &env, &spec.program);
@@ -72,7 +72,7 @@ pub fn prepare(spec: &RunSpec, kind: LaunchKind) -> Result<Command, LaunchError>
 }
 
 /// The command that starts the replacement processes `request` asks for
-/// ([`crate::migrate::launch_request`]): the launcher with a hostfile of the
+/// ([`crate::run_dir::launch_request`]): the launcher with a hostfile of the
 /// request's hosts (none on logical nodes), the variables of the job's launch
 /// (`job_env`), and [`ENV_JOIN`] naming the request (`request_path`).
 pub fn replacement_command(

@@ -6,8 +6,8 @@
 //! what the resource manager says about the job's nodes ([`rms_watch`]).
 //!
 //! It talks to the ranks only through the environment of the launch
-//! ([`crate::migrate::settings`]) and the files of the run directory
-//! ([`crate::migrate::record`], [`crate::migrate::spawn_watch`]).
+//! ([`crate::run_dir::settings`]) and the files of the run directory
+//! ([`crate::run_dir::record`], [`crate::run_dir::spawn_watch`]).
 
 pub mod availability_lock;
 pub mod launch;

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::planner::Placement;
 
 use super::launch::RunSpec;
-use crate::migrate::record::{Reconfiguration, read_reconfigurations};
+use crate::run_dir::record::{Reconfiguration, read_reconfigurations};
 
 /// "8 ranks on 4 hosts (h1:2 h2:2 h3:2 h4:2)": the ranks per node of a placement.
 ///
@@ -125,7 +125,7 @@ fn nothing_counted_once(records: &[Reconfiguration], ranks: usize) -> Option<Str
 /// Says so and names `--matrix`.
 ///
 /// ```
-/// # use rankmig::migrate::record::Reconfiguration;
+/// # use rankmig::run_dir::record::Reconfiguration;
 /// let mut r: Reconfiguration = serde_json::from_str(r#"{"index":1,"iteration":9,"at_seconds":1.0,"change":"removed n2","nodes":2,"outcome":"migrated","detail":null,"moves":2,"minimum_moves":2,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.0,"phases":{"spawn":0.0,"transfer":0.0,"rebuild":0.0},"state_bytes":0,"live_bytes":0.0}"#).unwrap();
 /// let said = rankmig::supervisor::progress::nothing_counted(&r, 4).expect("all zero");
 /// assert!(said.contains("--matrix"), "{said}");

@@ -4,13 +4,13 @@
 use std::path::Path;
 
 use crate::launcher::ENV_MPI;
-use crate::migrate::launch_request::ENV_LAUNCHES_REPLACEMENTS;
-use crate::migrate::settings::{
+use crate::run_dir::launch_request::ENV_LAUNCHES_REPLACEMENTS;
+use crate::run_dir::settings::{
     ENV_ALLOW_NEW_HOSTS, ENV_AVAILABILITY, ENV_CHECK_EVERY, ENV_CHECK_INTERVAL_MS,
     ENV_CORES_PER_NODE, ENV_HOSTS, ENV_LOST_HOSTS, ENV_MATRIX, ENV_MATRIX_FORMAT,
     ENV_NO_SHARED_CACHES, ENV_NODE_TOPOLOGY, ENV_PLACEMENT, ENV_RUN_DIR, ENV_SETTLE_MS,
 };
-use crate::migrate::spawn_watch::ENV_SPAWN_TIMEOUT_MS;
+use crate::run_dir::spawn_watch::ENV_SPAWN_TIMEOUT_MS;
 
 use super::launch::RunSpec;
 

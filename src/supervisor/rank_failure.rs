@@ -5,14 +5,14 @@
 //! its messages, which the launcher reads into clues
 //! ([`crate::launcher::Launcher::failure_clue`]: a rank, a pid, a host, an exit code
 //! or a signal). What a message leaves out is completed from the process events
-//! of the launch ([`crate::migrate::record::PROCESSES`]: the rank of a pid, the node of
+//! of the launch ([`crate::run_dir::record::PROCESSES`]: the rank of a pid, the node of
 //! a rank) and the rank's iteration mark
-//! ([`crate::migrate::record::iteration_mark`]).
+//! ([`crate::run_dir::record::iteration_mark`]).
 
 use std::path::Path;
 
 use crate::launcher::{FailureClue, Launcher};
-use crate::migrate::record;
+use crate::run_dir::record;
 
 /// How a rank's process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,11 @@
 //! The replacement processes `rankmig run` starts when rank 0 asks
-//! ([`crate::migrate::launch_request`]): one more launcher process per migration,
+//! ([`crate::run_dir::launch_request`]): one more launcher process per migration,
 //! beside the job's own.
 //!
 //! A request found in the run directory is started at once with the launcher of the
 //! job's implementation ([`super::launch_command::replacement_command`]). A launch
 //! that ends, or cannot be started, before its processes said they are ready is
-//! reported to rank 0 ([`crate::migrate::launch_request::mark_failed`]): the
+//! reported to rank 0 ([`crate::run_dir::launch_request::mark_failed`]): the
 //! migration fails and nobody moves. A launch that ends with an error after its
 //! processes joined the job means ranks of the job died: [`ReplacementLaunches::check`]
 //! says so and the job is stopped as after any rank's death. The job runs until its
@@ -21,7 +21,7 @@ use super::launch::RunSpec;
 use super::launch_command::replacement_command;
 use super::process_tree::kill_tree;
 use crate::launcher::Launcher;
-use crate::migrate::launch_request::{self, LaunchRequest};
+use crate::run_dir::launch_request::{self, LaunchRequest};
 
 /// One replacement launch under way.
 struct Running {

@@ -27,11 +27,11 @@ use super::launch::{LaunchError, RunSpec};
 use crate::allocation::Allocation;
 use crate::availability::{Availability, AvailabilityFormat};
 use crate::checkpoint::storage::write_atomic;
-use crate::migrate::record::nodes_with_ranks;
 use crate::rms::slurm::Slurm;
 use crate::rms::{
     RMS_AVAILABILITY, RmsError, RmsOffer, RmsSettings, availability_text, node_offers, unix_now,
 };
+use crate::run_dir::record::nodes_with_ranks;
 
 /// The availability file `rankmig run --rms` writes in `run_dir`.
 pub fn rms_availability_path(run_dir: &Path) -> PathBuf {

@@ -18,9 +18,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::migrate::record::append_line;
-use crate::migrate::spawn_watch::SPAWN_MARKER;
 use crate::planner::Placement;
+use crate::run_dir::record::append_line;
+use crate::run_dir::spawn_watch::SPAWN_MARKER;
 
 /// The run directory's record of stalls: one line per stop (seconds since the launch,
 /// the ranks that stopped, their hosts, the timeout).

@@ -14,7 +14,7 @@
 //! is lost, without the lost ones otherwise; it stops when the same rank ends the same
 //! way at the same iteration as before the last restart. A rank that runs on another
 //! host than its placement's stops the job with an error
-//! ([`crate::migrate::record::MISPLACED`]).
+//! ([`crate::run_dir::record::MISPLACED`]).
 //!
 //! A migration whose spawn has not completed after `--spawn-timeout` is stopped, and
 //! the job launched again from the checkpoint the ranks committed before that spawn
@@ -42,11 +42,11 @@ use super::rms_watch::{self, LaunchShared};
 use super::run_dir_watch::RunDirWatch;
 use super::stall_watch::{self, Stall, StallWatch};
 use crate::launcher::Launcher;
-use crate::migrate::record::{
+use crate::run_dir::record::{
     Misplaced, RELAUNCH_REQUEST, misplaced_after, misplaced_mark, processes_mark, request_relaunch,
     restarted_from, unended_ranks,
 };
-use crate::migrate::spawn_watch;
+use crate::run_dir::spawn_watch;
 
 /// How long `mpirun` has to stop the job after a forwarded signal before everything
 /// below it is killed.
@@ -183,9 +183,9 @@ fn note_failure(spec: &RunSpec, outcome: &LaunchOutcome, mark: u64) {
         super::rank_failure::Ending::Signal(_) => "killed",
         super::rank_failure::Ending::ExitCode(_) => "died",
     };
-    crate::migrate::record::ProcessRow {
+    crate::run_dir::record::ProcessRow {
         rank: failure.rank,
-        pid: crate::migrate::record::pid_of_rank(&spec.run_dir, mark, failure.rank).unwrap_or(0),
+        pid: crate::run_dir::record::pid_of_rank(&spec.run_dir, mark, failure.rank).unwrap_or(0),
         node: failure.host.as_deref().unwrap_or(""),
         core: None,
         event,

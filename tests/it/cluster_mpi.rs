@@ -176,7 +176,7 @@ impl Cluster {
 
     /// Launches whose rank 0 has started (read the availability): its `start` events.
     fn launches_started(&self) -> usize {
-        let processes = self.run_dir().join(rankmig::migrate::record::PROCESSES);
+        let processes = self.run_dir().join(rankmig::run_dir::record::PROCESSES);
         fs::read_to_string(processes)
             .unwrap_or_default()
             .lines()

@@ -124,7 +124,7 @@ impl JobClock {
 
 /// The records of the run directory.
 fn records(run: &Path) -> Vec<serde_json::Value> {
-    rankmig::migrate::record::read_reconfigurations(run)
+    rankmig::run_dir::record::read_reconfigurations(run)
         .expect("records parse")
         .iter()
         .map(|r| serde_json::to_value(r).expect("json"))

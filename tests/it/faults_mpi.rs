@@ -14,7 +14,7 @@ use std::process::{Output, Stdio};
 use crate::support;
 use crate::support::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
 use crate::support::{has_committed_epoch, jacobi, mpi_lock, rankmig};
-use rankmig::migrate::record::read_reconfigurations;
+use rankmig::run_dir::record::read_reconfigurations;
 
 const RANKS: usize = 4;
 

@@ -17,7 +17,7 @@ use crate::support::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
 use crate::support::{
     StoppingSpawns, has_committed_epoch, is_zombie, jacobi, mpi_lock, rankmig, write_script,
 };
-use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
+use rankmig::run_dir::record::{Reconfiguration, read_reconfigurations};
 
 const RANKS: usize = 8;
 
@@ -250,7 +250,7 @@ fn hung_spawn() -> Result<(), Hung> {
     assert!(stderr.contains("restored epoch 2"), "{stderr}");
     assert!(
         !d.join("run")
-            .join(rankmig::migrate::spawn_watch::SPAWN_MARKER)
+            .join(rankmig::run_dir::spawn_watch::SPAWN_MARKER)
             .exists()
     );
     let sleeping = fs::read_dir("/proc")

@@ -337,7 +337,7 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
     // misplaced rank.
     let job = SlurmJob::start(
         &["-N", "4", "--ntasks-per-node", "3", "--no-kill"],
-        // A spawn that hangs (Open MPI 4.1, see `migrate::spawn_watch`) or is held up
+        // A spawn that hangs (Open MPI 4.1, see `run_dir::spawn_watch`) or is held up
         // past 30 s is stopped and the job relaunched without the node: with the
         // default 120 s, the reserved node could not be emptied in the 85 s the
         // scenario gives it (a run with 1 s took that path at every migration and

@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use crate::support::job::{Hung, Job, retry_on_hang, set_availability, wait_for};
 use crate::support::prefix::compile_against_prefix;
 use crate::support::{checksum, mpi_lock, rankmig};
-use rankmig::migrate::record::{Reconfiguration, read_reconfigurations};
+use rankmig::run_dir::record::{Reconfiguration, read_reconfigurations};
 
 const RANKS: usize = 8;
 /// HPCC's memory per process (bytes): a table of 2^22 words, 2048 loop iterations.
@@ -87,7 +87,7 @@ fn relaunched(dir: &Path) -> bool {
 /// Two availability changes: n1's ranks (0 and 1) to n5, then n2's ranks spread out,
 /// the second edit written as soon as the first change was carried out. Each is
 /// carried out live, or, when Open MPI leaves the spawn hanging (see
-/// `rankmig::migrate::spawn_watch`), by launching the job again after 10 s from the
+/// `rankmig::run_dir::spawn_watch`), by launching the job again after 10 s from the
 /// checkpoint taken before the spawn.
 fn migrated(program: &Path) -> Result<(Output, Vec<Reconfiguration>, String), Hung> {
     let dir = tempfile::tempdir().unwrap();

@@ -29,7 +29,7 @@
 //! ([`crate::launcher::Capabilities::launch_replacements`]) and `rankmig run` is there
 //! to do it, the helper does not spawn: it asks `rankmig run` for that launch and
 //! accepts the replacements once they wait in `MPI_Comm_connect`
-//! ([`crate::migrate::launch_request`]), because such an MPI's spawn holds the
+//! ([`crate::run_dir::launch_request`]), because such an MPI's spawn holds the
 //! application's MPI calls until its children have started (which MPI: the launcher's
 //! file and docs/mpi-implementations.md).
 
@@ -44,8 +44,6 @@ use serde::Serialize;
 use crate::planner::Plan;
 
 use super::super::protocol::{self, Bridge};
-use super::super::record::PhaseTimes;
-use super::super::settings::ENV_BLOCKING_SPAWN;
 use super::super::state_buffer::StateBuffer;
 use super::migration::{
     Held, SPAWN_FAILED_OUTCOME, UNSERIALISED_OUTCOME, spawn_order, spawn_program,
@@ -53,7 +51,9 @@ use super::migration::{
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
 use super::{Job, MigrateError};
-use crate::migrate::launch_request::{self, LaunchRequest};
+use crate::run_dir::launch_request::{self, LaunchRequest};
+use crate::run_dir::record::PhaseTimes;
+use crate::run_dir::settings::ENV_BLOCKING_SPAWN;
 
 /// Time between two availability checks while a spawn runs in the background, so that
 /// the ranks join the new processes soon after they are ready.
@@ -201,7 +201,7 @@ impl Job {
         let started = move || {
             crate::migrate::timeline::step("rank 0: spawn returned");
             if let Some(dir) = marker {
-                crate::migrate::spawn_watch::end(&dir);
+                crate::run_dir::spawn_watch::end(&dir);
             }
         };
         let Some(run_dir) = self.replacement_launch_dir() else {
@@ -228,7 +228,7 @@ impl Job {
     }
 
     /// The run directory through which `rankmig run` starts this job's replacements
-    /// ([`crate::migrate::launch_request`]), when it does.
+    /// ([`crate::run_dir::launch_request`]), when it does.
     fn replacement_launch_dir(&self) -> Option<PathBuf> {
         let offered = self.settings.launches_replacements
             && self.launcher().capabilities().launch_replacements;

@@ -5,8 +5,8 @@ use std::sync::OnceLock;
 
 use mpi::traits::Communicator;
 
-use crate::migrate::record;
 use crate::monitor;
+use crate::run_dir::record;
 
 use super::Job;
 
@@ -15,7 +15,7 @@ impl Job {
     /// placement names: the launcher mapped it elsewhere (as a launcher under Slurm did
     /// before [`crate::launcher::Launcher::srun_needs_one_block_per_host`]: only
     /// `nsenter` from outside showed it). The mismatch is also recorded in the run
-    /// directory ([`crate::migrate::record::MISPLACED`]), where `rankmig run` sees it
+    /// directory ([`crate::run_dir::record::MISPLACED`]), where `rankmig run` sees it
     /// and stops the job: the plan's communication costs and the core it binds to
     /// assume the planned host.
     pub(super) fn warn_if_not_on_planned_host(&self) {

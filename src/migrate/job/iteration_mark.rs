@@ -1,8 +1,8 @@
 //! The iteration a rank is at, kept where it outlives the process: a file of the run
-//! directory mapped into memory ([`crate::migrate::record::iteration_mark_file`]), so
+//! directory mapped into memory ([`crate::run_dir::record::iteration_mark_file`]), so
 //! each `checkpoint!` call costs one store, and a rank killed by a signal still leaves
 //! the iteration it died at for `rankmig run` to read
-//! ([`crate::migrate::record::iteration_mark`]).
+//! ([`crate::run_dir::record::iteration_mark`]).
 
 use std::fs::OpenOptions;
 use std::path::Path;

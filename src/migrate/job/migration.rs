@@ -16,13 +16,13 @@ use crate::monitor::{self, AvailabilityWatcher};
 use crate::planner::{Location, Move, Placement, Plan};
 
 use super::super::protocol::{self, OldRankOutcome};
-use super::super::record::PhaseTimes;
-use super::super::settings::JobSettings;
 use super::super::state_message::StateMessage;
 use super::history::SpawnHistory;
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
 use super::{Job, MigrateError, leave_now};
+use crate::run_dir::record::PhaseTimes;
+use crate::run_dir::settings::JobSettings;
 
 /// How long after a migration refused for want of its checkpoint the same edit is
 /// tried again (a full disk is seldom freed at once; each try writes a checkpoint).
@@ -436,7 +436,7 @@ impl Job {
         }]
     }
 
-    /// When `rankmig run` watches the spawns ([`crate::migrate::spawn_watch`]): commits a
+    /// When `rankmig run` watches the spawns ([`crate::run_dir::spawn_watch`]): commits a
     /// checkpoint of every rank, to launch the job again from should the spawn of
     /// `processes` processes never complete, and rank 0 marks the spawn as begun.
     /// Collective.
@@ -462,7 +462,7 @@ impl Job {
                 self.reconfigurations + 1,
                 self.calls
             );
-            crate::migrate::spawn_watch::begin(dir, &what);
+            crate::run_dir::spawn_watch::begin(dir, &what);
         }
     }
 
@@ -497,7 +497,7 @@ impl Job {
     /// Rank 0: the spawn returned (whether it worked or not).
     fn after_watched_spawn(&self) {
         if let Some(dir) = self.spawn_marker_dir() {
-            crate::migrate::spawn_watch::end(dir);
+            crate::run_dir::spawn_watch::end(dir);
         }
     }
 

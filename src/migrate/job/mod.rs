@@ -37,11 +37,11 @@ use migration::Assignment;
 use pacing::CheckPacer;
 
 use super::MigrateError;
-use super::launch_request;
 use super::protocol::{self};
-use super::record::{self, IterationRecord};
-use super::settings::JobSettings;
 use super::state_buffer::{LargestRegion, StateBuffer};
+use crate::run_dir::launch_request;
+use crate::run_dir::record::{self, IterationRecord};
+use crate::run_dir::settings::JobSettings;
 
 /// A rank of a job that may migrate.
 ///

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use crate::planner::Plan;
 
-use super::super::record::{self, MovedRank, PhaseTimes, Reconfiguration};
 use super::Job;
+use crate::run_dir::record::{self, MovedRank, PhaseTimes, Reconfiguration};
 
 impl Job {
     /// Rank 0 appends what happened at a reconfiguration point to the run directory.

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-pub use crate::migrate::settings::CheckSpacing;
+pub use crate::run_dir::settings::CheckSpacing;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
 use crate::contention::WaitSample;

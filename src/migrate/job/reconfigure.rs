@@ -176,7 +176,7 @@ impl Job {
             ..Outcome::of_plan("relaunch", change, plan, scheduling)
         });
         if let (true, Some(dir)) = (self.is_root(), &self.settings.run_dir) {
-            super::super::record::request_relaunch(dir, &why);
+            crate::run_dir::record::request_relaunch(dir, &why);
         }
         self.comm.barrier();
         self.flush_records();

@@ -60,7 +60,7 @@ impl LaunchRequest {
     /// A request for migration `migration` with a fresh id.
     ///
     /// ```
-    /// use rankmig::migrate::launch_request::LaunchRequest;
+    /// use rankmig::run_dir::launch_request::LaunchRequest;
     /// let r = LaunchRequest::new(3, "port".into(), vec![], 2, vec!["/bin/app".into()]);
     /// assert!(r.id.starts_with("3-"));
     /// ```
@@ -88,7 +88,7 @@ impl LaunchRequest {
     /// This request with the size of the state each process will receive, in order.
     ///
     /// ```
-    /// use rankmig::migrate::launch_request::LaunchRequest;
+    /// use rankmig::run_dir::launch_request::LaunchRequest;
     /// let r = LaunchRequest::new(1, "port".into(), vec![], 2, vec!["/bin/app".into()])
     ///     .with_state_sizes(vec![8 << 20, 8 << 20]);
     /// assert_eq!(r.state_sizes.len(), r.count);
@@ -156,7 +156,7 @@ pub fn submit(run_dir: &Path, request: &LaunchRequest) -> Result<(), RequestErro
 /// [`taken_path`] so that it is taken once.
 ///
 /// ```
-/// use rankmig::migrate::launch_request::{LaunchRequest, submit, take, taken_path};
+/// use rankmig::run_dir::launch_request::{LaunchRequest, submit, take, taken_path};
 /// let dir = tempfile::tempdir().unwrap();
 /// assert!(take(dir.path()).is_none());
 /// let r = LaunchRequest::new(1, "p".into(), vec!["h2".into()], 1, vec!["/bin/app".into()]);
@@ -222,7 +222,7 @@ pub fn is_ready(run_dir: &Path, id: &str) -> bool {
 ///
 /// ```
 /// use std::time::Duration;
-/// use rankmig::migrate::launch_request::{mark_failed, wait};
+/// use rankmig::run_dir::launch_request::{mark_failed, wait};
 /// let dir = tempfile::tempdir().unwrap();
 /// mark_failed(dir.path(), "7-1", "mpiexec exited with code 1");
 /// let why = wait(dir.path(), "7-1", Duration::from_millis(1)).unwrap_err();

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 pub const MATRIX: &str = "matrix.mat";
 
 /// File of the run directory by which the ranks ask `rankmig run` to launch the job again
-/// from the checkpoint they just took (see [`super::job::history`]); it holds the reason.
+/// from the checkpoint they just took (the job's history, `migrate::job::history`); it holds the reason.
 pub const RELAUNCH_REQUEST: &str = "relaunch-request";
 
 /// Asks `rankmig run` to launch the job of `run_dir` again from its newest complete
@@ -95,7 +95,7 @@ pub fn note_misplaced(run_dir: &Path, rank: usize, pid: u32, host: &str, planned
 /// The misplaced ranks noted in `run_dir` after byte `mark` of [`MISPLACED`].
 ///
 /// ```
-/// use rankmig::migrate::record::{misplaced_after, note_misplaced};
+/// use rankmig::run_dir::record::{misplaced_after, note_misplaced};
 /// let dir = tempfile::tempdir().unwrap();
 /// note_misplaced(dir.path(), 1, 42, "h2", "h1");
 /// let found = misplaced_after(dir.path(), 0);
@@ -208,7 +208,7 @@ pub struct MovedRank {
     pub to: String,
 }
 
-/// The file of [`Job`](super::Job) process events (start, arrived, left, finish, end,
+/// The file of the job's process events (start, arrived, left, finish, end,
 /// relaunch) in a run directory.
 pub const PROCESSES: &str = "processes.csv";
 
@@ -305,7 +305,7 @@ impl ProcessRow<'_> {
 /// restarted from (their `restarted` events), once every rank of `0..ranks` has one.
 ///
 /// ```
-/// use rankmig::migrate::record::{PROCESSES, restarted_from};
+/// use rankmig::run_dir::record::{PROCESSES, restarted_from};
 /// let dir = tempfile::tempdir().unwrap();
 /// let events = "0,11,n1,0,restarted,0,1.0,3,120\n";
 /// std::fs::write(dir.path().join(PROCESSES), events).unwrap();
@@ -360,7 +360,7 @@ fn events_after(run_dir: &Path, mark: u64) -> Option<String> {
 /// after it (a program that does not run a rankmig job).
 ///
 /// ```
-/// use rankmig::migrate::record::{PROCESSES, unended_ranks};
+/// use rankmig::run_dir::record::{PROCESSES, unended_ranks};
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(dir.path().join(PROCESSES), "0,1,h1,0,start,0\n1,2,h2,0,start,0\n0,1,h1,0,finish,0\n").unwrap();
 /// assert_eq!(unended_ranks(dir.path(), 0, 2), Some(vec![1]));
@@ -388,7 +388,7 @@ pub fn unended_ranks(run_dir: &Path, mark: u64, ranks: usize) -> Option<Vec<usiz
 /// `0..ranks` has been seen running (a launch still starting).
 ///
 /// ```
-/// use rankmig::migrate::record::{PROCESSES, nodes_with_ranks};
+/// use rankmig::run_dir::record::{PROCESSES, nodes_with_ranks};
 /// let dir = tempfile::tempdir().unwrap();
 /// let events = "0,11,n1,0,start,0\n1,12,n4,0,start,0\n1,13,n2,1,arrived,0\n1,12,n4,0,left,0\n";
 /// std::fs::write(dir.path().join(PROCESSES), events).unwrap();
@@ -450,7 +450,7 @@ pub fn ranks_started_on(run_dir: &Path, mark: u64, node: &str) -> Vec<usize> {
 /// written to `run_dir` after `mark`).
 ///
 /// ```
-/// use rankmig::migrate::record::{PROCESSES, node_of_rank, process_of_pid};
+/// use rankmig::run_dir::record::{PROCESSES, node_of_rank, process_of_pid};
 /// let dir = tempfile::tempdir().unwrap();
 /// let events = "1,12,n4,0,start,0\n1,13,n2,1,arrived,0\n1,12,n4,0,left,0\n";
 /// std::fs::write(dir.path().join(PROCESSES), events).unwrap();
@@ -507,7 +507,7 @@ pub fn iteration_mark_file(run_dir: &Path, rank: usize) -> PathBuf {
 /// gone), from [`iteration_mark_file`]; `None` when the file is missing or short.
 ///
 /// ```
-/// use rankmig::migrate::record::{iteration_mark, iteration_mark_file};
+/// use rankmig::run_dir::record::{iteration_mark, iteration_mark_file};
 /// let dir = tempfile::tempdir().unwrap();
 /// assert_eq!(iteration_mark(dir.path(), 2), None);
 /// std::fs::create_dir_all(dir.path().join("iterations")).unwrap();
