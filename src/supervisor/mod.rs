@@ -7,7 +7,9 @@
 //!
 //! It talks to the ranks only through the environment of the launch
 //! ([`crate::run_dir::settings`]) and the files of the run directory
-//! ([`crate::run_dir::record`], [`crate::run_dir::spawn_watch`]).
+//! ([`crate::run_dir::record`], [`crate::run_dir::spawn_watch`],
+//! [`crate::run_dir::launch_request`]); it imports nothing of the runtime in the ranks
+//! (`migrate`, another program).
 
 pub mod availability_lock;
 pub mod launch;

@@ -1,6 +1,8 @@
 //! The module layering table of `src/lib.rs` is kept: every `crate::MODULE` path in the
 //! code of `src/` (doc comments and comments left out) names a module to the right of its
-//! own in its layer, or in a layer below.
+//! own in its layer, or in a layer below. And the two programs, `rankmig` (its CLI,
+//! `rankmig run`, `rankmig report`) and the runtime in the ranks (`migrate`), meet only
+//! in the run directory (`run_dir`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -149,5 +151,126 @@ fn the_check_sees_an_import_that_runs_up() {
             "use crate::{c::X, b};\n/// [`crate::a`]\nlet x = crate::b::y; // crate::a\n"
         ),
         ["c", "b", "b"]
+    );
+}
+
+/// The parts of `src/` that make the `rankmig` command besides the library's lower
+/// layers: its CLI files, `rankmig run` and `rankmig report`.
+const COMMAND_PARTS: [&str; 5] = ["main.rs", "cli.rs", "commands.rs", "supervisor", "report"];
+
+/// The files of `src/` under `part` (a file or a directory), as `(path, text)`.
+fn sources_of(src: &Path, part: &str) -> Vec<(PathBuf, String)> {
+    let path = src.join(part);
+    let mut files = Vec::new();
+    if path.is_dir() {
+        rust_files(&path, &mut files);
+    } else {
+        files.push(path);
+    }
+    files
+        .into_iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(&file).unwrap();
+            (file, text)
+        })
+        .collect()
+}
+
+/// The files of `parts` whose text (comments and doc links included) names the runtime
+/// in the ranks: `crate::migrate` or `rankmig::migrate`.
+fn naming_the_runtime(src: &Path, parts: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for part in parts {
+        for (file, text) in sources_of(src, part) {
+            for (number, line) in text.lines().enumerate() {
+                if line.contains("crate::migrate") || line.contains("rankmig::migrate") {
+                    let relative = file.strip_prefix(src).unwrap().display();
+                    found.push(format!("{relative}:{}: {}", number + 1, line.trim()));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_command_names_nothing_of_the_runtime_in_the_ranks() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = naming_the_runtime(&src, &COMMAND_PARTS);
+    assert!(
+        found.is_empty(),
+        "the rankmig command meets the ranks only in the run directory (crate::run_dir), \
+         yet names crate::migrate: {found:#?}"
+    );
+}
+
+/// The names of the files of `src/run_dir/` (its `mod.rs` aside) found elsewhere under
+/// `src/`, as paths relative to `src/`.
+fn run_dir_files_elsewhere(src: &Path) -> Vec<String> {
+    let mut own = Vec::new();
+    rust_files(&src.join("run_dir"), &mut own);
+    let names: Vec<_> = own
+        .iter()
+        .filter_map(|file| file.file_name())
+        .filter(|name| *name != "mod.rs")
+        .collect();
+    assert!(names.len() >= 4, "src/run_dir/ holds {names:?}");
+    let mut all = Vec::new();
+    rust_files(src, &mut all);
+    let mut elsewhere: Vec<String> = all
+        .iter()
+        .filter(|file| !file.starts_with(src.join("run_dir")))
+        .filter(|file| file.file_name().is_some_and(|name| names.contains(&name)))
+        .map(|file| file.strip_prefix(src).unwrap().display().to_string())
+        .collect();
+    elsewhere.sort();
+    elsewhere
+}
+
+#[test]
+fn the_files_of_the_run_directory_have_one_home() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let elsewhere = run_dir_files_elsewhere(&src);
+    assert!(
+        elsewhere.is_empty(),
+        "files named as those of src/run_dir/ outside it (settings, records, spawn watch, \
+         launch requests belong to the run directory): {elsewhere:?}"
+    );
+}
+
+#[test]
+fn the_run_directory_checks_see_a_file_or_a_path_out_of_place() {
+    let tree = tempfile::tempdir().unwrap();
+    let src = tree.path();
+    for dir in ["run_dir", "migrate", "supervisor"] {
+        std::fs::create_dir(src.join(dir)).unwrap();
+    }
+    for file in [
+        "record.rs",
+        "settings.rs",
+        "spawn_watch.rs",
+        "launch_request.rs",
+        "mod.rs",
+    ] {
+        std::fs::write(src.join("run_dir").join(file), "").unwrap();
+    }
+    std::fs::write(src.join("migrate/mod.rs"), "").unwrap();
+    std::fs::write(
+        src.join("supervisor/launch.rs"),
+        "use crate::run_dir::record;\n",
+    )
+    .unwrap();
+    assert!(run_dir_files_elsewhere(src).is_empty());
+    assert!(naming_the_runtime(src, &["supervisor"]).is_empty());
+    std::fs::write(src.join("migrate/record.rs"), "").unwrap();
+    std::fs::write(
+        src.join("supervisor/watch.rs"),
+        "//! See [`crate::migrate::Job`].\n",
+    )
+    .unwrap();
+    assert_eq!(run_dir_files_elsewhere(src), ["migrate/record.rs"]);
+    assert_eq!(
+        naming_the_runtime(src, &["supervisor"]),
+        ["supervisor/watch.rs:1: //! See [`crate::migrate::Job`]."]
     );
 }
