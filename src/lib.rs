@@ -17,6 +17,7 @@
 //! | launching and writing plans | [`emulated_cluster`], [`launcher`] (one file per MPI implementation), [`rms`] (Slurm), [`output`] (mappings, placements and plans as files and text) |
 //! | planning | [`planner`], [`treematch`], [`contention`] (nodes whose CPUs something else takes, judged from the ranks' waits) |
 //! | inputs | [`config`] (site and user configuration files), [`allocation`], [`availability`], [`topology`], [`matrix`], [`lines`], [`huge_pages`] |
+//! | tools | [`own_files`] (files of this user: checked, opened without following links, written atomically) |
 //!
 //! `supervisor` (with `report`) and `migrate` are two programs that meet only in the run
 //! directory: both import [`run_dir`], neither imports the other (`tests/it/layering.rs`
@@ -46,6 +47,7 @@ pub mod migrate;
 pub mod monitor;
 #[cfg(feature = "tools")]
 pub mod output;
+pub mod own_files;
 pub mod planner;
 #[cfg(feature = "tools")]
 pub mod report;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::CheckpointError;
 use super::storage::{self, FORMAT_VERSION};
+use crate::own_files;
 
 /// Name of the commit marker file inside an epoch directory.
 pub const COMMIT_MARKER: &str = "COMMIT";
@@ -134,7 +135,8 @@ impl CommitMarker {
 
     /// Writes the marker atomically into `epoch_dir`.
     pub fn write(&self, epoch_dir: &Path) -> Result<(), CheckpointError> {
-        storage::write_atomic(epoch_dir, COMMIT_MARKER, self.to_text().as_bytes()).map(|_| ())
+        own_files::write_atomic(epoch_dir, COMMIT_MARKER, self.to_text().as_bytes())?;
+        Ok(())
     }
 
     /// A marker of a newer format than this build reads is refused (not corrupt).
@@ -386,7 +388,7 @@ pub enum Retired {
 pub fn retire_epoch(dir: &Path, entry: &EpochEntry) -> Result<Retired, CheckpointError> {
     let meta = fs::symlink_metadata(&entry.path)
         .map_err(|e| CheckpointError::io("stat", &entry.path, e))?;
-    if let Err(e) = storage::check_own_dir(&meta, &entry.path) {
+    if let Err(e) = own_files::check_own_dir(&meta, &entry.path) {
         return Ok(Retired::Left(e.to_string()));
     }
     let mut files = Vec::new();
@@ -397,7 +399,7 @@ pub fn retire_epoch(dir: &Path, entry: &EpochEntry) -> Result<Retired, Checkpoin
         let meta = item
             .metadata()
             .map_err(|e| CheckpointError::io("stat", &path, e))?;
-        if let Err(e) = storage::check_own_file(&meta, &path) {
+        if let Err(e) = own_files::check_own_file(&meta, &path) {
             return Ok(Retired::Left(e.to_string()));
         }
         let rank = item.file_name().to_str().and_then(parse_rank_file_name);
@@ -427,7 +429,7 @@ pub fn retire_epoch(dir: &Path, entry: &EpochEntry) -> Result<Retired, Checkpoin
 /// may replace).
 fn spare_slot_free(path: &Path) -> bool {
     match fs::symlink_metadata(path) {
-        Ok(meta) => storage::check_own_file(&meta, path).is_ok(),
+        Ok(meta) => own_files::check_own_file(&meta, path).is_ok(),
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
 }
@@ -444,7 +446,7 @@ fn remove_file(path: &Path) -> Result<(), CheckpointError> {
 fn remove_marker(entry: &EpochEntry) -> Result<(), CheckpointError> {
     let marker = entry.path.join(COMMIT_MARKER);
     match fs::remove_file(&marker) {
-        Ok(()) => storage::sync_dir(&entry.path),
+        Ok(()) => Ok(own_files::sync_dir(&entry.path)?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(CheckpointError::io("remove", marker, e)),
     }
@@ -497,7 +499,7 @@ pub fn apply_retention(
         }
     }
     if !out.removed.is_empty() {
-        storage::sync_dir(dir)?;
+        own_files::sync_dir(dir)?;
     }
     Ok(out)
 }
@@ -521,7 +523,7 @@ mod tests {
         };
         let mut b = [0u8; storage::HEADER_LEN];
         h.encode(&mut b);
-        storage::write_atomic(&path, &rank_file_name(0), &b).unwrap();
+        crate::own_files::write_atomic(&path, &rank_file_name(0), &b).unwrap();
         if committed {
             marker(epoch).write(&path).unwrap();
         }

@@ -113,6 +113,16 @@ pub enum CheckpointError {
     WriterGone,
 }
 
+impl From<crate::own_files::FileError> for CheckpointError {
+    fn from(e: crate::own_files::FileError) -> Self {
+        use crate::own_files::FileError;
+        match e {
+            FileError::Io { op, path, source } => Self::Io { op, path, source },
+            FileError::Unsafe { path, reason } => Self::Unsafe { path, reason },
+        }
+    }
+}
+
 impl CheckpointError {
     /// Builds an [`CheckpointError::Io`] for `op` on `path`.
     pub fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {

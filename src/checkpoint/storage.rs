@@ -1,4 +1,5 @@
-//! The per-rank checkpoint file: header layout, atomic write, read and verification.
+//! The per-rank checkpoint file: header layout, read and verification (written with
+//! [`crate::own_files::write_atomic_recycling`]).
 //!
 //! A file is a fixed 128-byte header followed by the payload (the bincode encoding of
 //! the application's state). All integers are little-endian.
@@ -19,12 +20,13 @@
 //! | 64 | 56 | job name, UTF-8, zero padded |
 //! | 120 | 8 | XXH3-64 of bytes 0..120 (header checksum) |
 
-use std::fs::{self, File, Metadata, OpenOptions};
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::fs::{self, File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::error::CheckpointError;
+use crate::own_files::{SAFE_OPEN_FLAGS, check_own_dir, check_own_file, euid, open_error};
 
 /// The first eight bytes of every checkpoint file.
 pub const MAGIC: [u8; 8] = *b"RMIGCKPT";
@@ -224,85 +226,6 @@ pub fn check_identity(h: &FileHeader, want: &Expected, path: &Path) -> Result<()
     Ok(())
 }
 
-/// Flags of every open in the checkpoint directory: a symbolic link is not followed
-/// (`ELOOP`), a FIFO does not block the open.
-const SAFE_OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
-
-/// The effective user id of this process.
-pub fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// What kind of entry a file type is, for messages.
-fn kind(ft: fs::FileType) -> &'static str {
-    if ft.is_symlink() {
-        "a symbolic link"
-    } else if ft.is_dir() {
-        "a directory"
-    } else if ft.is_fifo() {
-        "a FIFO"
-    } else if ft.is_socket() {
-        "a socket"
-    } else if ft.is_char_device() || ft.is_block_device() {
-        "a device"
-    } else {
-        "a regular file"
-    }
-}
-
-/// Checks metadata (of an open file, or from `symlink_metadata`) of an entry that
-/// should be a regular file owned by this user with a single link.
-pub fn check_own_file(meta: &Metadata, path: &Path) -> Result<(), CheckpointError> {
-    if !meta.file_type().is_file() {
-        return Err(CheckpointError::unsafe_entry(
-            path,
-            format!("not a regular file but {}", kind(meta.file_type())),
-        ));
-    }
-    check_owner(meta, path)?;
-    if meta.nlink() != 1 {
-        return Err(CheckpointError::unsafe_entry(
-            path,
-            format!("has {} hard links, a checkpoint file has one", meta.nlink()),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks `symlink_metadata` of an entry that should be a directory (not a link to
-/// one) owned by this user.
-pub fn check_own_dir(meta: &Metadata, path: &Path) -> Result<(), CheckpointError> {
-    if !meta.file_type().is_dir() {
-        return Err(CheckpointError::unsafe_entry(
-            path,
-            format!("not a directory but {}", kind(meta.file_type())),
-        ));
-    }
-    check_owner(meta, path)
-}
-
-fn check_owner(meta: &Metadata, path: &Path) -> Result<(), CheckpointError> {
-    let me = euid();
-    if meta.uid() != me {
-        return Err(CheckpointError::unsafe_entry(
-            path,
-            format!("owned by uid {}, not by this user (uid {me})", meta.uid()),
-        ));
-    }
-    Ok(())
-}
-
-/// Turns an open error into [`CheckpointError::Unsafe`] when it comes from the safety
-/// flags (a link, or a FIFO without a reader), else into [`CheckpointError::Io`].
-fn open_error(op: &'static str, path: &Path, e: std::io::Error) -> CheckpointError {
-    match e.raw_os_error() {
-        Some(libc::ELOOP) => CheckpointError::unsafe_entry(path, "a symbolic link"),
-        Some(libc::ENXIO) => CheckpointError::unsafe_entry(path, "a FIFO or device"),
-        _ => CheckpointError::io(op, path, e),
-    }
-}
-
 /// Opens an existing file of the checkpoint directory for reading without following
 /// a link or blocking on a FIFO, and checks on the open descriptor that it is a
 /// regular file of this user with one link. Returns the file and its size.
@@ -462,7 +385,7 @@ pub fn ensure_own_subdir(dir: &Path) -> Result<(), CheckpointError> {
         Err(e) => return Err(CheckpointError::io("create directory", dir, e)),
     }
     let meta = fs::symlink_metadata(dir).map_err(|e| CheckpointError::io("stat", dir, e))?;
-    check_own_dir(&meta, dir)
+    Ok(check_own_dir(&meta, dir)?)
 }
 
 /// One entry of `dir` whose name [`scan_own_subdirs`] accepted.
@@ -500,152 +423,11 @@ pub fn scan_own_subdirs<T>(
         let checked = entry
             .metadata()
             .map_err(|e| CheckpointError::io("stat", &path, e))
-            .and_then(|meta| check_own_dir(&meta, &path))
+            .and_then(|meta| Ok(check_own_dir(&meta, &path)?))
             .map_err(|e| e.to_string());
         found.push(NamedSubdir { key, path, checked });
     }
     Ok(found)
-}
-
-/// Bytes written between two yields of the CPU by [`write_yielding`].
-pub const YIELD_CHUNK: usize = 256 << 10;
-
-/// Writes `bytes` to `f` [`YIELD_CHUNK`] bytes at a time, yielding the CPU after each
-/// (`sched_yield`): a checkpoint written in the background then does not hold a CPU
-/// for a whole scheduler slice while a rank of the application waits for it, as
-/// every rank of a collective would wait in turn.
-pub fn write_yielding(f: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
-    for chunk in bytes.chunks(YIELD_CHUNK) {
-        f.write_all(chunk)?;
-        std::thread::yield_now();
-    }
-    Ok(())
-}
-
-/// Writes `bytes` to `dir/name` atomically and durably.
-///
-/// A temporary file in the same directory (mode 0600) is written, fsynced and
-/// renamed over the target, then the directory is fsynced. A reader sees either the
-/// old file, no file, or the complete new one.
-pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, CheckpointError> {
-    write_atomic_recycling(dir, name, bytes, None)
-}
-
-/// Like [`write_atomic`], but first tries to take over the file `spare` (a retired
-/// checkpoint file of the same rank) as the temporary file and overwrite it in
-/// place: rewriting allocated blocks is much cheaper than allocating new ones and
-/// unlinking the old ones. Without a usable spare it creates a new file.
-///
-/// Nothing is written through a link: a spare is used only if it is a regular file of
-/// this user with one link (checked on the open descriptor, opened without following
-/// links), and a new temporary file is created exclusively (`O_CREAT|O_EXCL`), under
-/// another name if something that is not a leftover file of ours holds the usual one.
-/// The target name must be free or hold a regular file of this user.
-pub fn write_atomic_recycling(
-    dir: &Path,
-    name: &str,
-    bytes: &[u8],
-    spare: Option<&Path>,
-) -> Result<PathBuf, CheckpointError> {
-    let target = dir.join(name);
-    match fs::symlink_metadata(&target) {
-        Ok(meta) => check_own_file(&meta, &target)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(CheckpointError::io("stat", &target, e)),
-    }
-    let base = dir.join(format!(".{name}.tmp"));
-    let (mut f, tmp, recycled) = match spare.and_then(|s| take_spare(s, &base)) {
-        Some(f) => (f, base, true),
-        None => {
-            let (f, tmp) = create_temporary(&base)?;
-            (f, tmp, false)
-        }
-    };
-    write_yielding(&mut f, bytes).map_err(|e| CheckpointError::io("write", &tmp, e))?;
-    if recycled {
-        f.set_len(bytes.len() as u64)
-            .map_err(|e| CheckpointError::io("truncate", &tmp, e))?;
-    }
-    f.sync_all()
-        .map_err(|e| CheckpointError::io("fsync", &tmp, e))?;
-    drop(f);
-    fs::rename(&tmp, &target).map_err(|e| CheckpointError::io("rename", &tmp, e))?;
-    sync_dir(dir)?;
-    Ok(target)
-}
-
-/// Moves the spare file to `tmp` and opens it for overwriting, if it is a regular
-/// file of this user with one link in a real directory of this user (not a link to
-/// one: the file would then be someone else's); `None` (and the spare left alone, or
-/// the moved name removed) otherwise.
-fn take_spare(spare: &Path, tmp: &Path) -> Option<File> {
-    let parent = spare.parent()?;
-    check_own_dir(&fs::symlink_metadata(parent).ok()?, parent).ok()?;
-    let meta = fs::symlink_metadata(spare).ok()?;
-    check_own_file(&meta, spare).ok()?;
-    match fs::symlink_metadata(tmp) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        _ => return None,
-    }
-    fs::rename(spare, tmp).ok()?;
-    let opened = OpenOptions::new()
-        .write(true)
-        .custom_flags(SAFE_OPEN_FLAGS)
-        .open(tmp)
-        .ok()
-        .filter(|f| f.metadata().is_ok_and(|m| check_own_file(&m, tmp).is_ok()))
-        .filter(|f| f.set_permissions(fs::Permissions::from_mode(0o600)).is_ok());
-    if opened.is_none() {
-        // Replaced between the check and the rename: drop the name, not the target.
-        let _ = fs::remove_file(tmp);
-    }
-    opened
-}
-
-/// Creates a new temporary file exclusively, mode 0600: at `base`, after removing a
-/// leftover regular file of ours there, else at `base.1`, `base.2`, ... when `base`
-/// holds something else (which is left alone).
-fn create_temporary(base: &Path) -> Result<(File, PathBuf), CheckpointError> {
-    const TRIES: u32 = 8;
-    for i in 0..TRIES {
-        let tmp = if i == 0 {
-            base.to_path_buf()
-        } else {
-            let mut s = base.as_os_str().to_owned();
-            s.push(format!(".{i}"));
-            PathBuf::from(s)
-        };
-        match fs::symlink_metadata(&tmp) {
-            Ok(meta) if check_own_file(&meta, &tmp).is_ok() => {
-                fs::remove_file(&tmp).map_err(|e| CheckpointError::io("remove", &tmp, e))?;
-            }
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(CheckpointError::io("stat", &tmp, e)),
-        }
-        let f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(SAFE_OPEN_FLAGS)
-            .open(&tmp)
-            .map_err(|e| open_error("create", &tmp, e))?;
-        return Ok((f, tmp));
-    }
-    Err(CheckpointError::unsafe_entry(
-        base,
-        format!(
-            "this name and {} others are taken by foreign entries",
-            TRIES - 1
-        ),
-    ))
-}
-
-/// Fsyncs a directory so that renames and removals in it are durable.
-pub fn sync_dir(dir: &Path) -> Result<(), CheckpointError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| CheckpointError::io("fsync directory", dir, e))
 }
 
 /// Checks a file just written: re-reads its header from disk, compares it with the
@@ -674,6 +456,7 @@ pub fn verify_written(path: &Path, written: &FileHeader) -> Result<(), Checkpoin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::own_files::{write_atomic, write_atomic_recycling};
     use std::os::unix::fs::PermissionsExt;
 
     fn header() -> FileHeader {

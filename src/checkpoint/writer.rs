@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 
 use super::error::CheckpointError;
 use super::storage::{self, FileHeader, HEADER_LEN};
+use crate::own_files;
 
 /// One file to write.
 #[derive(Debug)]
@@ -55,8 +56,8 @@ pub struct Writer {
 /// A zero-filled buffer of `bytes` bytes whose every page has been written once: the
 /// page faults of fresh memory (five times the cost of the copy itself on the machines
 /// measured) are paid by whoever calls this, not by the copy that fills the buffer later.
-/// The CPU is yielded every [`storage::YIELD_CHUNK`] bytes, as a background write does
-/// ([`storage::write_yielding`]): made on a thread beside the application, the buffer
+/// The CPU is yielded every [`own_files::YIELD_CHUNK`] bytes, as a background write does
+/// ([`own_files::write_yielding`]): made on a thread beside the application, the buffer
 /// never holds a CPU for a whole scheduler slice.
 ///
 /// ```
@@ -70,7 +71,7 @@ pub struct Writer {
 pub fn prefaulted(bytes: usize) -> Vec<u8> {
     let mut buf = Vec::with_capacity(bytes);
     while buf.len() < bytes {
-        let end = bytes.min(buf.len() + storage::YIELD_CHUNK);
+        let end = bytes.min(buf.len() + own_files::YIELD_CHUNK);
         buf.resize(end, 0);
         std::thread::yield_now();
     }
@@ -237,7 +238,7 @@ fn write_job(job: &mut WriteJob) -> Result<(), CheckpointError> {
     }
     storage::ensure_own_subdir(&job.dir)?;
     let spare = job.spare.as_deref();
-    let path = storage::write_atomic_recycling(&job.dir, &job.name, &job.buf, spare)?;
+    let path = own_files::write_atomic_recycling(&job.dir, &job.name, &job.buf, spare)?;
     storage::verify_written(&path, &job.header)
 }
 

@@ -22,7 +22,7 @@
 
 use std::ops::Range;
 
-use crate::checkpoint::storage::YIELD_CHUNK;
+use crate::own_files::YIELD_CHUNK;
 
 /// Received state: a message at a chosen offset within a page of its own mapping.
 #[derive(Debug)]

@@ -26,7 +26,7 @@ use std::time::Duration;
 use super::launch::{LaunchError, RunSpec};
 use crate::allocation::Allocation;
 use crate::availability::{Availability, AvailabilityFormat};
-use crate::checkpoint::storage::write_atomic;
+use crate::own_files::write_atomic;
 use crate::rms::slurm::Slurm;
 use crate::rms::{
     RMS_AVAILABILITY, RmsError, RmsOffer, RmsSettings, availability_text, node_offers, unix_now,
