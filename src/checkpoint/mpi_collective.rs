@@ -1,7 +1,6 @@
 //! [`Collective`] over an MPI communicator (rsmpi).
 
 use std::cell::LazyCell;
-use std::os::raw::c_int;
 use std::time::Duration;
 
 use mpi::collective::SystemOperation;
@@ -11,6 +10,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 
 use super::collective::Collective;
+use crate::mpi_request::wait_sleeping;
 
 /// The checkpoint collectives over an MPI communicator.
 ///
@@ -113,19 +113,6 @@ impl Drop for DuplicateInProgress {
         let mut duplicate = self.wait();
         // SAFETY: a communicator made by the completed MPI_Comm_idup, used by nobody.
         unsafe { ffi::MPI_Comm_free(&mut duplicate) };
-    }
-}
-
-/// Waits for `request` to complete, testing it every `poll` and sleeping between.
-pub(crate) fn wait_sleeping(mut request: ffi::MPI_Request, poll: Duration) {
-    loop {
-        let mut done: c_int = 0;
-        // SAFETY: a valid request, tested until it completes (then freed by MPI).
-        unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-        if done != 0 {
-            return;
-        }
-        std::thread::sleep(poll);
     }
 }
 

@@ -17,7 +17,7 @@ use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Color, InterCommunicator, MergeOrder, SimpleCommunicator};
 use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
 
-use crate::checkpoint::mpi_collective::wait_sleeping;
+use crate::mpi_request::wait_sleeping;
 
 use super::MigrateError;
 use super::state_buffer::StateBuffer;
