@@ -1,7 +1,8 @@
 //! Waiting for a nonblocking MPI request without holding a CPU.
 //!
 //! `MPI_Wait` may spin: a rank waiting for the others would take a core from the
-//! ranks it waits for. [`wait_sleeping`] tests the request and sleeps between tests.
+//! ranks it waits for. `wait_sleeping` (for the crate's own requests) tests the
+//! request and sleeps between tests.
 
 use std::os::raw::c_int;
 use std::time::Duration;
