@@ -199,7 +199,10 @@ EOF
   if [ "$FORTRAN" = 1 ]; then
     cat > "$STAGE/lib/pkgconfig/rankmig-fortran.pc" <<EOF
 # The Fortran modules rankmig and rankmig_f08 (compiled by $(command -v "$FC")).
-# -lrankmig comes before the MPI's Fortran libraries, so that rankmig counts mpi_send & co.
+# -lrankmig comes before the MPI's Fortran libraries, so that rankmig counts mpi_send & co;
+# rankmig.pc is required privately: pkg-config keeps the last of repeated flags, and
+# rankmig's Libs after these would put -lrankmig behind them (its Cflags, and with
+# --static its libraries, still come).
 prefix=$PREFIX
 exec_prefix=\${prefix}
 libdir=\${exec_prefix}/lib
@@ -208,7 +211,7 @@ includedir=\${prefix}/include
 Name: rankmig-fortran
 Description: Fortran modules of rankmig's C interface
 Version: $VERSION
-Requires: rankmig = $VERSION
+Requires.private: rankmig = $VERSION
 Cflags: -I\${includedir} ${fc_cflags[*]}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lrankmig_fortran -lrankmig ${fc_libs[*]}
 EOF
