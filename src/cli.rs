@@ -4,15 +4,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use rankmig::allocation::Allocation;
 use rankmig::availability::AvailabilityFormat;
-use rankmig::contention::{ContentionMode, ContentionSettings};
-use rankmig::launcher::MpiImplementation;
+use rankmig::contention::ContentionMode;
 use rankmig::matrix::MatrixFormat;
 use rankmig::output::MapFormat;
 use rankmig::planner::Step2;
-use rankmig::rms::RmsSettings;
-use rankmig::supervisor::launch::{RunSpec, absolute};
+use rankmig::supervisor::run_settings::{RmsRequest, RunSettings};
 use rankmig::topology::{CacheLevels, LeafKind, TopologySpec};
 
 /// Move MPI ranks between nodes, placed by TreeMatch over the hwloc tree.
@@ -579,58 +576,40 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// The run these arguments ask for (a new run, not `--restart`), in the run
-    /// directory `run_dir` (absolute), watching `availability`, on `allocation` (from
-    /// `--hostfile` or the batch system), following `rms`, launched with `mpi`: every
-    /// path made absolute, every duration in milliseconds, nothing lost or released yet.
-    pub fn run_spec(
-        &self,
-        run_dir: PathBuf,
-        availability: PathBuf,
-        allocation: Option<Allocation>,
-        rms: Option<RmsSettings>,
-        mpi: MpiImplementation,
-    ) -> RunSpec {
-        RunSpec {
+    /// The settings of a new run these arguments ask for (not `--restart`), with
+    /// `env`, the variables the configuration files give the ranks.
+    pub fn settings(&self, env: Vec<(String, String)>) -> RunSettings {
+        RunSettings {
             ranks: self.ranks.unwrap_or(0),
-            availability,
-            matrix: self.matrix.as_deref().map(absolute),
-            matrix_format: self.matrix_format,
-            ckpt_dir: self
-                .ckpt_dir
-                .as_deref()
-                .map_or_else(|| run_dir.join("ckpt"), absolute),
-            run_dir,
-            check_every: self.check_every.unwrap_or(0),
-            check_interval_ms: millis(self.check_interval),
-            settle_ms: millis(self.settle),
-            program: self.program.clone(),
-            env: Vec::new(),
-            allocation,
-            mpirun_args: self.mpirun_args.clone(),
+            availability: self.availability.clone(),
+            rms: self.rms.map(|manager| RmsRequest {
+                manager,
+                lead_seconds: self.rms_lead,
+                release: self.rms_release,
+            }),
+            hostfile: self.hostfile.clone(),
+            mpi: self.mpi,
+            allow_new_hosts: self.allow_new_hosts,
             node_topology: self.node_topology.clone(),
             no_shared_caches: self.no_shared_caches,
-            lost_hosts: Vec::new(),
-            spawn_timeout_ms: millis(self.spawn_timeout),
-            mpi,
-            allow_new_hosts: self.allow_new_hosts,
-            stall_timeout_ms: self.stall_timeout.map(millis),
-            rms,
-            released_hosts: Vec::new(),
-            contention: ContentionSettings {
-                mode: self.contention_watch.unwrap_or_default(),
-                threshold: self.contention_threshold,
-                window_ms: millis(self.contention_window),
-                cooldown_ms: millis(self.contention_cooldown),
-            },
+            mpirun_args: self.mpirun_args.clone(),
+            matrix: self.matrix.clone(),
+            matrix_format: self.matrix_format,
+            ckpt_dir: self.ckpt_dir.clone(),
+            run_dir: self.run_dir.clone(),
+            check_every: self.check_every,
+            check_interval: self.check_interval,
+            settle: self.settle,
+            spawn_timeout: self.spawn_timeout,
+            stall_timeout: self.stall_timeout,
+            contention_watch: self.contention_watch,
+            contention_threshold: self.contention_threshold,
+            contention_window: self.contention_window,
+            contention_cooldown: self.contention_cooldown,
+            program: self.program.clone(),
+            env,
         }
     }
-}
-
-/// Seconds (checked non-negative and at most a day by the parsers below) as whole
-/// milliseconds.
-fn millis(seconds: f64) -> u64 {
-    (seconds * 1000.0).round() as u64
 }
 
 /// Arguments of `rankmig emulated-host` (the MPI launcher calls it as an rsh agent).
@@ -677,7 +656,7 @@ fn parse_settle(text: &str) -> Result<f64, String> {
     parse_seconds_within(text, 0.0, 3600.0)
 }
 
-/// A spawn timeout: seconds, from 0 (never) to one day.
+/// A stall timeout: seconds, from 0 (never) to one day.
 fn parse_stall_timeout(text: &str) -> Result<f64, String> {
     let v: f64 = text
         .trim()
@@ -689,6 +668,7 @@ fn parse_stall_timeout(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A spawn timeout: seconds, from 0 (never) to one day.
 fn parse_spawn_timeout(text: &str) -> Result<f64, String> {
     parse_seconds_within(text, 0.0, 86_400.0)
 }

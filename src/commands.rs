@@ -1,17 +1,16 @@
 //! What each subcommand does: load inputs, call the library, print.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rankmig::matrix::{CommMatrix, MatrixError};
-use rankmig::output::{MapReport, OutputError};
+use rankmig::output::{HostsError, MapReport, OutputError};
 use rankmig::topology::{
     CpuSelectionError, IndexListError, TopologyError, Tree, leaves_on_cpus, parse_index_list,
 };
 use rankmig::treematch::mapping_file::{self, MappingFileError};
-use rankmig::treematch::metrics::{LinkCosts, Metrics, evaluate};
+use rankmig::treematch::metrics::{LinkCosts, evaluate};
 use rankmig::treematch::{MapError, MapOptions, baselines, map};
 
 use rankmig::availability::{Availability, AvailabilityError};
@@ -19,6 +18,7 @@ use rankmig::config::{ConfigError, Configuration};
 use rankmig::output::plan::{SimulationStep, placement_rankfile_on, plan_text, simulation_text};
 use rankmig::output::simulation_csv;
 use rankmig::planner::{Placement, PlacementError, PlanError, PlanOptions};
+use rankmig::supervisor::run_settings::RunError;
 
 use crate::cli::{
     Cli, Command, CostArgs, InspectArgs, MapArgs, MatrixArgs, PlaceArgs, PlaceFormat, PlanArgs,
@@ -71,13 +71,7 @@ pub enum CliError {
     #[error(transparent)]
     EmulatedHost(#[from] rankmig::emulated_cluster::EmulatedHostError),
     #[error(transparent)]
-    EmulatedCluster(#[from] EmulatedClusterError),
-    #[error(transparent)]
-    Launch(#[from] rankmig::supervisor::launch::LaunchError),
-    #[error(transparent)]
-    Allocation(#[from] rankmig::allocation::AllocationError),
-    #[error(transparent)]
-    Mpi(#[from] rankmig::launcher::LauncherError),
+    Run(#[from] RunError),
     #[error(transparent)]
     Report(#[from] rankmig::report::ReportError),
     #[error("{}: {source}", path.display())]
@@ -85,38 +79,8 @@ pub enum CliError {
         path: PathBuf,
         source: std::io::Error,
     },
-    /// A run (restarted from a run directory) with no ranks.
-    #[error("-n must be at least 1")]
-    NoRanks,
     #[error("the job ended with exit code {0}")]
     JobFailed(i32),
-}
-
-/// `--hosts` of `rankmig map` that cannot name the nodes.
-#[derive(Debug, thiserror::Error)]
-pub enum HostsError {
-    #[error("--hosts: {0:?} is not a valid host name (letters, digits, '-' and '.')")]
-    NotAHostName(String),
-    #[error("--hosts: {0:?} is named twice")]
-    NamedTwice(String),
-    #[error("--hosts names {hosts} hosts but --nodes is {nodes}")]
-    WrongCount { hosts: usize, nodes: u32 },
-}
-
-/// Why `rankmig run --emulated-cluster` cannot emulate the cluster.
-#[derive(Debug, thiserror::Error)]
-pub enum EmulatedClusterError {
-    /// A command-line mistake: nothing to emulate.
-    #[error("--emulated-cluster needs an allocation: give --hostfile")]
-    NoAllocation,
-    /// This machine cannot (not a mistake in the command line).
-    #[error(
-        "--emulated-cluster: this machine does not let rankmig create UTS namespaces (`unshare --uts true` failed)"
-    )]
-    NoUtsNamespaces,
-    /// The agent the launcher calls is this executable.
-    #[error("cannot find rankmig's own executable: {0}")]
-    OwnExecutable(std::io::Error),
 }
 
 impl CliError {
@@ -127,10 +91,8 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         use rankmig::emulated_cluster::EmulatedHostError;
         match self {
-            CliError::Hosts(_)
-            | CliError::NoRanks
-            | CliError::EmulatedCluster(EmulatedClusterError::NoAllocation)
-            | CliError::EmulatedHost(EmulatedHostError::Usage(_)) => 2,
+            CliError::Hosts(_) | CliError::EmulatedHost(EmulatedHostError::Usage(_)) => 2,
+            CliError::Run(err) if err.is_usage() => 2,
             CliError::JobFailed(code) => *code,
             // as `ssh` exits when it cannot reach a host
             CliError::EmulatedHost(EmulatedHostError::Down { .. }) => 255,
@@ -187,42 +149,12 @@ fn link_costs(costs: Option<&str>, tree: &Tree) -> Result<LinkCosts, CliError> {
     })
 }
 
-/// The host name of each node: `--hosts` (checked: one per node, each a host name and
-/// named once, so it cannot add lines or fields to a rankfile or hostfile), else
-/// `localhost` or `node0`..`nodeK-1`.
-fn node_names(hosts: &[String], nodes: u32) -> Result<Vec<String>, CliError> {
-    if !hosts.is_empty() {
-        let mut seen = std::collections::HashSet::new();
-        for host in hosts {
-            if !rankmig::availability::is_hostname(host) {
-                return Err(HostsError::NotAHostName(host.clone()).into());
-            }
-            if !seen.insert(host.as_str()) {
-                return Err(HostsError::NamedTwice(host.clone()).into());
-            }
-        }
-        if hosts.len() != nodes as usize {
-            return Err(HostsError::WrongCount {
-                hosts: hosts.len(),
-                nodes,
-            }
-            .into());
-        }
-        return Ok(hosts.to_vec());
-    }
-    Ok(if nodes == 1 {
-        vec!["localhost".to_owned()]
-    } else {
-        (0..nodes).map(|i| format!("node{i}")).collect()
-    })
-}
-
 fn run_map(args: &MapArgs) -> Result<(), CliError> {
     let matrix = load_matrix(&args.matrix)?;
     let tree = load_tree(&args.tree)?;
     let costs = link_costs(args.costs.as_deref(), &tree)?;
     let allowed = allowed_leaves(args, &tree)?;
-    let names = node_names(&args.hosts, args.tree.nodes)?;
+    let names = rankmig::output::node_names(&args.hosts, args.tree.nodes)?;
     let graph = matrix.symmetric();
     let options = MapOptions {
         oversubscribe: args.oversubscribe as usize,
@@ -232,37 +164,20 @@ fn run_map(args: &MapArgs) -> Result<(), CliError> {
     let start = Instant::now();
     let mapping = map(&graph, &tree, &options)?;
     let seconds = start.elapsed().as_secs_f64();
-    let n = matrix.order();
-    let usable = match &allowed {
-        Some(list) => list.iter().collect::<std::collections::BTreeSet<_>>().len(),
-        None => tree.leaf_count(),
-    };
-    // The baselines share cores only as the mapping does: when there are too few.
-    let factor =
-        rankmig::treematch::effective_oversubscription(n, usable, args.oversubscribe as usize);
-    let allowed = allowed.as_deref();
-    let mut reported_baselines = BTreeMap::new();
-    let candidates = [
-        ("packed", baselines::packed(&tree, n, allowed, factor)),
-        (
-            "round-robin",
-            baselines::round_robin(&tree, n, allowed, factor),
-        ),
-        (
-            "random",
-            baselines::random(&tree, n, allowed, factor, args.seed),
-        ),
-    ];
-    for (name, placement) in candidates {
-        let m: Metrics = evaluate(&graph, &tree, &placement, &costs)?;
-        reported_baselines.insert(name.to_owned(), m);
-    }
+    let baselines = baselines::evaluated(
+        &graph,
+        &tree,
+        allowed.as_deref(),
+        args.oversubscribe as usize,
+        args.seed,
+        &costs,
+    )?;
     let report = MapReport {
         metrics: evaluate(&graph, &tree, mapping.leaves(), &costs)?,
         mapping: mapping.leaves().to_vec(),
         leaves: tree.leaves().to_vec(),
         node_names: names,
-        baselines: reported_baselines,
+        baselines,
         seconds,
         tree: tree.describe_levels(),
     };
@@ -457,78 +372,41 @@ fn run_inspect(args: &InspectArgs) -> Result<(), CliError> {
 /// `rankmig config`: each setting, its effective value and where it comes from.
 fn print_configuration(config: &Configuration) -> Result<(), CliError> {
     let (user, site) = Configuration::paths();
-    let shown = |p: Option<PathBuf>| p.map_or("(none)".into(), |p| p.display().to_string());
-    let mut text = format!(
-        "# user file: {}\n# site file: {}\n",
-        shown(user),
-        shown(site)
-    );
-    for setting in rankmig::config::SETTINGS {
-        let (value, source) = config.effective(setting);
-        let value = value.unwrap_or_else(|| setting.default.to_owned());
-        text.push_str(&format!(
-            "{:<20} {:<28} {}  # {}\n",
-            setting.key, value, source, setting.doc
-        ));
-    }
+    let text = config.listing(user.as_deref(), site.as_deref());
     (std::io::stdout().write_all(text.as_bytes())).map_err(|source| CliError::Write {
         path: PathBuf::from("standard output"),
         source,
     })
 }
 
-/// The variables of the job's environment that the configuration files set (and the
-/// environment does not).
-fn job_environment(config: &Configuration) -> Vec<(String, String)> {
-    config
-        .from_files()
-        .into_iter()
-        .filter(|(setting, _)| setting.carrier == rankmig::config::Carrier::JobEnvironment)
-        .map(|(setting, value)| (setting.env.to_owned(), value))
-        .collect()
-}
-
 fn run_job(args: &RunArgs, config: &Configuration) -> Result<(), CliError> {
-    use rankmig::allocation::Allocation;
-    use rankmig::supervisor::launch::{absolute, load_spec};
-    let (mut spec, restart) = match &args.restart {
-        Some(dir) => (follow_current_slurm_job(load_spec(dir)?)?, true),
-        None => {
-            let run_dir = absolute(&args.run_dir);
-            let allocation = match &args.hostfile {
-                Some(path) => Some(Allocation::from_hostfile(&absolute(path))?),
-                None => Allocation::from_batch_environment(|k| std::env::var(k).ok())?,
-            };
-            let rms = rms_settings(args, allocation.as_ref())?;
-            let availability = match &rms {
-                Some(_) => rankmig::supervisor::rms_watch::rms_availability_path(&run_dir),
-                None => absolute(args.availability.as_deref().unwrap_or(Path::new(""))),
-            };
-            let mpi = match args.mpi {
-                Some(mpi) => mpi,
-                None => rankmig::launcher::detect()?,
-            };
-            let mut spec = args.run_spec(run_dir, availability, allocation, rms, mpi);
-            spec.env.extend(job_environment(config));
-            spec.check_new_hosts()?;
-            (spec, false)
-        }
+    use rankmig::supervisor::{launch, run_settings};
+    let env = |k: &str| std::env::var(k).ok();
+    let restart = args.restart.is_some();
+    let mut spec = match &args.restart {
+        Some(dir) => run_settings::restart_spec(dir, &env)?,
+        None => launch::RunSpec::new(&args.settings(config.job_environment()), &env)?,
     };
-    if spec.ranks == 0 {
-        return Err(CliError::NoRanks);
-    }
     if args.emulated_cluster {
-        emulate_cluster(&spec)?;
+        let vars =
+            rankmig::supervisor::emulated::launcher_environment(&spec).map_err(RunError::from)?;
+        for (k, v) in vars {
+            // SAFETY: no other thread exists yet (none is started before the job). Set
+            // here, not passed to each child: the launcher, the probes and the
+            // launches of replacements read the agent from this process's environment.
+            unsafe { std::env::set_var(k, v) };
+        }
     }
     if !restart {
         // Last: --force removes the earlier records only once the new run can start.
-        rankmig::supervisor::launch::check_program(&spec)?;
-        rankmig::supervisor::launch::claim_run_dir(&spec.run_dir, args.force)?;
+        launch::check_program(&spec).map_err(RunError::from)?;
+        launch::claim_run_dir(&spec.run_dir, args.force).map_err(RunError::from)?;
     }
     if args.auto_restart > 0 {
-        early_first_save(&mut spec);
+        run_settings::early_first_save(&mut spec, &env);
     }
-    let code = rankmig::supervisor::supervise::run(&mut spec, restart, args.auto_restart)?;
+    let code = rankmig::supervisor::supervise::run(&mut spec, restart, args.auto_restart)
+        .map_err(RunError::from)?;
     eprintln!(
         "rankmig: run recorded in {} (rankmig report {})",
         spec.run_dir.display(),
@@ -540,96 +418,6 @@ fn run_job(args: &RunArgs, config: &Configuration) -> Result<(), CliError> {
             rankmig::supervisor::progress::next_step(&spec)
         );
         return Err(CliError::JobFailed(code));
-    }
-    Ok(())
-}
-
-/// A run restarted with `--rms slurm` inside another Slurm job than the one it ran in
-/// (a new `salloc` after the old allocation ended) follows the new job: its id, its
-/// allocation, nothing released yet.
-fn follow_current_slurm_job(
-    mut spec: rankmig::supervisor::launch::RunSpec,
-) -> Result<rankmig::supervisor::launch::RunSpec, CliError> {
-    let Some(rms) = spec.rms.as_mut() else {
-        return Ok(spec);
-    };
-    let Some(job_id) = rankmig::rms::slurm::current_job() else {
-        return Ok(spec);
-    };
-    if job_id != rms.job_id {
-        let allocation =
-            rankmig::allocation::Allocation::from_batch_environment(|k| std::env::var(k).ok())?;
-        log::info!(
-            "restarting in Slurm job {job_id} (the run was in job {})",
-            rms.job_id
-        );
-        rms.job_id = job_id;
-        spec.allocation = allocation.or(spec.allocation);
-        spec.released_hosts.clear();
-        spec.lost_hosts.clear();
-    }
-    Ok(spec)
-}
-
-/// The `--rms` settings of `rankmig run`: the Slurm job this runs in, whose allocation
-/// must have been found.
-fn rms_settings(
-    args: &RunArgs,
-    allocation: Option<&rankmig::allocation::Allocation>,
-) -> Result<Option<rankmig::rms::RmsSettings>, CliError> {
-    use rankmig::rms::{RmsError, RmsSettings};
-    use rankmig::supervisor::launch::{LaunchError, absolute};
-    let Some(manager) = args.rms else {
-        return Ok(None);
-    };
-    let not_in_job = |variable| CliError::Launch(LaunchError::Rms(RmsError::NotInJob(variable)));
-    let job_id = rankmig::rms::slurm::current_job()
-        .ok_or_else(|| not_in_job(rankmig::rms::slurm::ENV_JOB_ID))?;
-    if allocation.is_none() {
-        return Err(not_in_job("SLURM_JOB_NODELIST"));
-    }
-    Ok(Some(RmsSettings {
-        manager,
-        job_id,
-        lead_seconds: args.rms_lead,
-        release: args.rms_release,
-        cap: args.availability.as_deref().map(absolute),
-    }))
-}
-
-/// Under `--auto-restart`: the job's first checkpoint after
-/// [`rankmig::checkpoint::config::AUTO_RESTART_FIRST_SAVE`] (unless
-/// `RANKMIG_CKPT_FIRST_SECONDS` is set), so that a job failing in its first interval
-/// can restart.
-fn early_first_save(spec: &mut rankmig::supervisor::launch::RunSpec) {
-    use rankmig::checkpoint::config::{AUTO_RESTART_FIRST_SAVE, ENV_FIRST_SECONDS};
-    let set = std::env::var_os(ENV_FIRST_SECONDS).is_some()
-        || spec.env.iter().any(|(k, _)| k == ENV_FIRST_SECONDS);
-    if !set {
-        let secs = AUTO_RESTART_FIRST_SAVE.as_secs_f64().to_string();
-        spec.env.push((ENV_FIRST_SECONDS.to_owned(), secs));
-    }
-}
-
-/// Sets the launcher's variables of an emulated cluster in this process's environment
-/// (the launcher inherits them).
-fn emulate_cluster(spec: &rankmig::supervisor::launch::RunSpec) -> Result<(), CliError> {
-    if spec.allocation.is_none() {
-        return Err(EmulatedClusterError::NoAllocation.into());
-    }
-    if !rankmig::emulated_cluster::available() {
-        return Err(EmulatedClusterError::NoUtsNamespaces.into());
-    }
-    let exe = std::env::current_exe().map_err(EmulatedClusterError::OwnExecutable)?;
-    let agent = rankmig::emulated_cluster::write_agent(&spec.run_dir, &exe).map_err(|source| {
-        CliError::Write {
-            path: spec.run_dir.join("emulated-host"),
-            source,
-        }
-    })?;
-    for (k, v) in rankmig::emulated_cluster::settings(spec.launcher(), &agent) {
-        // SAFETY: single-threaded here, before mpirun is started.
-        unsafe { std::env::set_var(k, v) };
     }
     Ok(())
 }

@@ -420,6 +420,37 @@ impl Configuration {
             })
             .collect()
     }
+
+    /// The variables of the job's environment the files set (and the environment does
+    /// not), given to the ranks of `rankmig run`.
+    pub fn job_environment(&self) -> Vec<(String, String)> {
+        self.from_files()
+            .into_iter()
+            .filter(|(setting, _)| setting.carrier == Carrier::JobEnvironment)
+            .map(|(setting, value)| (setting.env.to_owned(), value))
+            .collect()
+    }
+
+    /// What `rankmig config` prints: the files looked for (`user`, `site`: see
+    /// [`Configuration::paths`]), then each setting, its effective value and where it
+    /// comes from.
+    pub fn listing(&self, user: Option<&Path>, site: Option<&Path>) -> String {
+        let shown = |p: Option<&Path>| p.map_or("(none)".into(), |p| p.display().to_string());
+        let mut text = format!(
+            "# user file: {}\n# site file: {}\n",
+            shown(user),
+            shown(site)
+        );
+        for setting in SETTINGS {
+            let (value, source) = self.effective(setting);
+            let value = value.unwrap_or_else(|| setting.default.to_owned());
+            text.push_str(&format!(
+                "{:<20} {:<28} {}  # {}\n",
+                setting.key, value, source, setting.doc
+            ));
+        }
+        text
+    }
 }
 
 #[cfg(test)]
@@ -508,5 +539,26 @@ mod tests {
         );
         assert_eq!(config.effective(spawn), (None, Source::Default));
         assert_eq!(config.from_files().len(), 2);
+    }
+
+    #[test]
+    fn the_listing_names_each_value_s_file_and_line_and_job_variables_come_from_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[checkpoint]\nkeep = 3\n[run]\nsettle = 0.5\n").unwrap();
+        let config = Configuration {
+            user: ConfigFile::load(&path).unwrap(),
+            site: None,
+        };
+        let text = config.listing(Some(&path), None);
+        assert!(text.starts_with(&format!(
+            "# user file: {}\n# site file: (none)\n",
+            path.display()
+        )));
+        let line = text.lines().find(|l| l.starts_with("run.settle ")).unwrap();
+        let place = format!("{}:4", path.display());
+        assert!(line.contains(" 0.5 ") && line.contains(&place), "{line}");
+        let keep = ("RANKMIG_CKPT_KEEP".to_owned(), "3".to_owned());
+        assert_eq!(config.job_environment(), [keep]);
     }
 }

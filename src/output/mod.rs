@@ -1,6 +1,7 @@
 //! Output formats of `rankmig map`: one file per format behind the [`MapFormatter`] trait;
 //! the renderings of plans and simulations ([`plan`], [`simulation_csv()`]).
 
+mod hosts;
 mod json;
 pub mod plan;
 mod rankfile;
@@ -16,6 +17,7 @@ use serde::Serialize;
 use crate::topology::Leaf;
 use crate::treematch::metrics::Metrics;
 
+pub use hosts::{HostsError, node_names};
 pub use json::{JSON_FORMAT_VERSION, Json};
 pub use rankfile::Rankfile;
 pub use simulation_csv::simulation_csv;

@@ -32,9 +32,12 @@ pub const ENV_TASKS_PER_NODE: &str = "SLURM_TASKS_PER_NODE";
 
 /// The Slurm job this process runs in ([`ENV_JOB_ID`]), if any.
 pub fn current_job() -> Option<String> {
-    std::env::var(ENV_JOB_ID)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
+    job_in(&|k: &str| std::env::var(k).ok())
+}
+
+/// The Slurm job the environment `env` reads names ([`ENV_JOB_ID`], not empty), if any.
+pub fn job_in(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    env(ENV_JOB_ID).filter(|v| !v.trim().is_empty())
 }
 
 /// The `sinfo` output format: node, long state, reason.

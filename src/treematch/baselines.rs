@@ -4,6 +4,11 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
+use std::collections::BTreeMap;
+
+use super::MapError;
+use super::metrics::{LinkCosts, Metrics, evaluate};
+use crate::matrix::SymGraph;
 use crate::topology::Tree;
 
 /// The slots (leaf per slot, leaf-major) that a job may use.
@@ -77,6 +82,36 @@ pub fn random(
     all
 }
 
+/// The costs of the three baselines for `graph` (its order is the rank count) on `tree`,
+/// keyed `packed`, `round-robin` and `random` (from `seed`), on the `allowed` leaves
+/// (every leaf when `None`). They share a leaf only as the mapping does: when there
+/// are too few leaves, at most `oversubscribe` ranks each.
+pub fn evaluated(
+    graph: &SymGraph,
+    tree: &Tree,
+    allowed: Option<&[usize]>,
+    oversubscribe: usize,
+    seed: u64,
+    costs: &LinkCosts,
+) -> Result<BTreeMap<String, Metrics>, MapError> {
+    let n = graph.order();
+    let usable = match allowed {
+        Some(list) => list.iter().collect::<std::collections::BTreeSet<_>>().len(),
+        None => tree.leaf_count(),
+    };
+    let factor = super::effective_oversubscription(n, usable, oversubscribe);
+    let candidates = [
+        ("packed", packed(tree, n, allowed, factor)),
+        ("round-robin", round_robin(tree, n, allowed, factor)),
+        ("random", random(tree, n, allowed, factor, seed)),
+    ];
+    let mut evaluated = BTreeMap::new();
+    for (name, placement) in candidates {
+        evaluated.insert(name.to_owned(), evaluate(graph, tree, &placement, costs)?);
+    }
+    Ok(evaluated)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +144,21 @@ mod tests {
         let r = round_robin(&tree, 200_000, None, 1);
         assert_eq!(r.len(), 200_000);
         assert_eq!(r[199_999], 199_999);
+    }
+
+    #[test]
+    fn evaluated_baselines_differ_as_their_placements_do() {
+        let node = Tree::from_arities(&[2, 2]).unwrap();
+        let tree = Tree::cluster(&node, 2).unwrap();
+        // Ranks 0 and 1 talk: packed keeps them on one node, round-robin does not.
+        let graph = crate::matrix::CommMatrix::parse_dense("0 10\n10 0\n", "test")
+            .unwrap()
+            .symmetric();
+        let costs = LinkCosts::default_for(tree.depth());
+        let all = evaluated(&graph, &tree, None, 1, 7, &costs).unwrap();
+        let names: Vec<_> = all.keys().map(String::as_str).collect();
+        assert_eq!(names, ["packed", "random", "round-robin"]);
+        assert_eq!(all["packed"].inter_node, 0.0);
+        assert!(all["round-robin"].inter_node > 0.0);
     }
 }
