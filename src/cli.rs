@@ -555,7 +555,7 @@ pub struct RunArgs {
           env = "RANKMIG_CONTENTION_WINDOW")]
     pub contention_window: f64,
     /// A node left for contention is not used again for SECONDS.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = parse_settle,
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = parse_cooldown,
           env = "RANKMIG_CONTENTION_COOLDOWN")]
     pub contention_cooldown: f64,
     /// Look at the availability file every N `checkpoint!` calls instead of by time.
@@ -654,6 +654,20 @@ fn parse_window(text: &str) -> Result<f64, String> {
 /// A settle time: seconds, from 0 to one hour.
 fn parse_settle(text: &str) -> Result<f64, String> {
     parse_seconds_within(text, 0.0, 3600.0)
+}
+
+/// A contention cooldown: seconds, from 0 to one hour.
+fn parse_cooldown(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(0.0..=3600.0).contains(&secs) {
+        return Err(format!(
+            "{secs} s is outside 0 to 3600 s (a node left for contention is not used again for at most an hour)"
+        ));
+    }
+    Ok(secs)
 }
 
 /// A stall timeout: seconds, from 0 (never) to one day.

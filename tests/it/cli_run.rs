@@ -34,6 +34,18 @@ fn a_missing_program_is_named_and_exits_1() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
+/// `--contention-cooldown` out of its range says what the cooldown is, with its own
+/// range (not another flag's words).
+#[test]
+fn a_cooldown_out_of_range_is_named_as_a_cooldown() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["--contention-cooldown", "4000"], &["true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let expected = "'--contention-cooldown <SECONDS>': 4000 s is outside 0 to 3600 s (a node left for contention";
+    assert!(stderr(&out).contains(expected), "{}", stderr(&out));
+    assert!(!dir.path().join("run").exists());
+}
+
 #[test]
 fn a_second_run_into_a_run_directory_is_refused_unless_forced() {
     let _lock = mpi_lock();
