@@ -101,9 +101,10 @@ impl CliError {
     }
 }
 
-/// Runs the parsed command line, with the configuration files as read (their error
-/// stops `run` and `config`, before anything starts).
-pub fn run(cli: Cli, config: Result<Configuration, ConfigError>) -> Result<(), CliError> {
+/// Runs the parsed command line, with the configuration files as read for `run` and
+/// `config` (their error stops these two, before anything starts).
+pub fn run(cli: Cli, config: Option<Result<Configuration, ConfigError>>) -> Result<(), CliError> {
+    let config = || config.unwrap_or_else(Configuration::load);
     match cli.command {
         Command::Map(args) => run_map(&args),
         Command::Cost(args) => run_cost(&args),
@@ -112,8 +113,8 @@ pub fn run(cli: Cli, config: Result<Configuration, ConfigError>) -> Result<(), C
         Command::Plan(args) => run_plan(&args),
         Command::Simulate(args) => run_simulate(&args),
         Command::Inspect(args) => run_inspect(&args),
-        Command::Run(args) => run_job(&args, &config?),
-        Command::Config(_) => print_configuration(&config?),
+        Command::Run(args) => run_job(&args, &config()?),
+        Command::Config(_) => print_configuration(&config()?),
         Command::Report(args) => run_report(&args),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();

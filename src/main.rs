@@ -10,10 +10,11 @@ use clap::FromArgMatches;
 
 fn main() {
     ask_hwloc_for_reasons();
-    // Read before the command line: the files give `rankmig run` its defaults. An error
-    // stops `rankmig run` and `rankmig config` only (commands::run).
-    let config = rankmig::config::Configuration::load();
-    let matches = cli::command_with(config.as_ref().ok()).get_matches();
+    // Read before the command line, for the two commands that use them: the files give
+    // `rankmig run` its defaults. An error stops those two only (commands::run).
+    let config =
+        uses_configuration(std::env::args_os().skip(1)).then(rankmig::config::Configuration::load);
+    let matches = cli::command_with(config.as_ref().and_then(|c| c.as_ref().ok())).get_matches();
     let args = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if !matches!(
         args.command,
@@ -26,6 +27,18 @@ fn main() {
         eprintln!("rankmig: error: {err}");
         std::process::exit(err.exit_code());
     }
+}
+
+/// True when the command line (without the program's name) is `rankmig run`, `rankmig
+/// config` or the help of either (`rankmig help run`): the subcommand is the first
+/// argument that is not an option, as the options before it (`-q`, `-v`) take no value.
+fn uses_configuration(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    let mut words = args.filter(|a| !a.to_string_lossy().starts_with('-'));
+    let mut first = words.next();
+    if first.as_deref() == Some(std::ffi::OsStr::new("help")) {
+        first = words.next();
+    }
+    first.is_some_and(|word| word == "run" || word == "config")
 }
 
 /// A command whose output is piped into `head` ends when the reader goes away, as Unix

@@ -238,4 +238,15 @@ fn a_broken_configuration_file_stops_rankmig_run_before_the_launch() {
         "{text}"
     );
     assert!(line("checkpoint.keep ").contains("default"), "{text}");
+
+    // The help of `rankmig run` shows the file's value as the default, both ways.
+    for args in [&["run", "--help"][..], &["help", "run"]] {
+        let help = rankmig()
+            .env("RANKMIG_CONFIG", &config)
+            .args(args)
+            .output()
+            .expect("rankmig run --help");
+        let text = String::from_utf8_lossy(&help.stdout);
+        assert!(text.contains("[default: 1.5]"), "{args:?}: {text}");
+    }
 }
