@@ -36,7 +36,7 @@ case $IMPL in
   *) echo "pause_probe: IMPL must be openmpi4, openmpi418 or mpich" >&2; exit 2 ;;
 esac
 cargo build --release --quiet --bin rankmig --example jacobi
-lib=$target/release
+build=$target/release
 # The probe links the runtime library as a user's code does: from an installed prefix.
 prefix=$target/pause-probe-prefix
 CARGO_TARGET_DIR=$target bash scripts/install.sh --prefix "$prefix" >/dev/null 2>&1 ||
@@ -53,7 +53,7 @@ case ${PROGRAM:-probe} in
   jacobi)
     # A grid of N x N doubles, N a multiple of RANKS, about MB per rank.
     size=$(python3 -c "import math; r=$RANKS; n=int(math.sqrt($MB*2**20/8*r)); print(n - n % r)")
-    app=("$lib/examples/jacobi" --size "$size") ;;
+    app=("$build/examples/jacobi" --size "$size") ;;
   *) echo "pause_probe: PROGRAM must be probe or jacobi" >&2; exit 2 ;;
 esac
 
@@ -69,7 +69,7 @@ else
   first=n1 second=n2 third=n3
 fi
 printf '%s %s\n%s %s\n' "$first" "$HALF" "$second" "$HALF" >av
-"$lib/rankmig" run -n "$RANKS" -a av "${where[@]}" --run-dir run ${CKPT_DIR:+--ckpt-dir "$CKPT_DIR"} --settle 0 -- \
+"$build/rankmig" run -n "$RANKS" -a av "${where[@]}" --run-dir run ${CKPT_DIR:+--ckpt-dir "$CKPT_DIR"} --settle 0 -- \
   "${app[@]}" --iters 1000000000000 --times "$work/times" --stop-file "$work/stop" \
   >live.out 2>live.err &
 job=$!
@@ -100,7 +100,7 @@ RANKMIG_CKPT_DIR=$work/plain-ckpt "${mpirun_cmd[@]}" "${app[@]}" --iters "$iters
 # and never edited.
 mkdir control-times
 printf '%s %s\n%s %s\n' "$first" "$HALF" "$second" "$HALF" >av-control
-"$lib/rankmig" run -n "$RANKS" -a av-control "${where[@]}" --run-dir run-control \
+"$build/rankmig" run -n "$RANKS" -a av-control "${where[@]}" --run-dir run-control \
   ${CKPT_DIR:+--ckpt-dir "$CKPT_DIR/control"} --settle 0 -- \
   "${app[@]}" --iters "$iters" --times "$work/control-times" >control.out 2>control.err
 python3 - "$work" <<'EOF'

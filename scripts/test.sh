@@ -2,8 +2,8 @@
 # The whole test suite: installs what is missing, builds, runs every test (unit,
 # integration with real hwloc XML files and real MPI launchers, C++ and Fortran codes
 # built against a prefix installed by scripts/install.sh) with PyPI's Open MPI 4.1.8;
-# then the multi-host scenarios of the emulated
-# cluster, the C interface example and the Slurm scenarios again with Debian's Open MPI
+# then the multi-host scenarios of the emulated cluster, the C interface example and
+# the Slurm scenarios whose processes the MPI starts, again with Debian's Open MPI
 # 4.1.4 (with its C and Fortran examples), MPICH (with the migration tests on one host)
 # and Open MPI 5 (from PyPI, see scripts/setup.sh), and the C and Fortran examples with
 # Debian's MPICH 4.0.2, each built with its own MPI first on PATH (Open MPI 5 moves

@@ -59,8 +59,7 @@ impl Twin {
 /// user does.
 fn build(twin: Twin) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out_dir = prefix::build_dir().join("c-examples");
-    fs::create_dir_all(&out_dir).expect("c-examples dir");
+    let out_dir = prefix::programs_dir();
     let exe = out_dir.join(twin.file_name());
     let (wrapper, package, source) = match twin {
         Twin::C | Twin::CCartOnce => ("mpicc", "rankmig", "examples/c/jacobi.c"),

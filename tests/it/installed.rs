@@ -17,14 +17,9 @@ use crate::support::{checksum, iterations_of, mpi_lock, plain_launch_with, recor
 /// How long a step of a job (its start, a migration) may take.
 const JOB_WAIT: Duration = Duration::from_secs(120);
 
-/// The prefix, installed once per test binary.
-fn prefix() -> &'static Path {
-    installed_prefix()
-}
-
 /// The installed `rankmig`, without the `RANKMIG_*` variables of the test's environment.
 fn installed_rankmig() -> Command {
-    let mut cmd = Command::new(prefix().join("bin/rankmig"));
+    let mut cmd = Command::new(installed_prefix().join("bin/rankmig"));
     for (k, _) in std::env::vars() {
         if k.starts_with("RANKMIG_") {
             cmd.env_remove(k);
@@ -54,7 +49,10 @@ fn cmake_build(subdir: &str, build: &Path) {
         .arg(root.join("examples").join(subdir))
         .arg("-B")
         .arg(build)
-        .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix().display()));
+        .arg(format!(
+            "-DCMAKE_PREFIX_PATH={}",
+            installed_prefix().display()
+        ));
     run(configure, "cmake configure");
     let mut compile = Command::new("cmake");
     compile.arg("--build").arg(build);
@@ -94,7 +92,7 @@ fn assert_rankmig_first(program: &Path) {
 #[test]
 fn an_installed_prefix_holds_the_library_its_packages_and_pages() {
     let _lock = mpi_lock();
-    let prefix = prefix();
+    let prefix = installed_prefix();
     let manifest = fs::read_to_string(prefix.join("share/rankmig/install-manifest.txt"))
         .expect("the manifest");
     for file in [
@@ -217,7 +215,7 @@ fn a_cpp_code_built_against_the_prefix_migrates_live_under_the_installed_rankmig
     make.arg("-C")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cpp"))
         .arg(format!("BUILD={}", d.join("make-build").display()))
-        .env("PKG_CONFIG_PATH", prefix().join("lib/pkgconfig"));
+        .env("PKG_CONFIG_PATH", installed_prefix().join("lib/pkgconfig"));
     run(make, "make with pkg-config");
     let with_pkg_config = d.join("make-build/heat");
     assert_rankmig_first(&with_cmake);
@@ -294,8 +292,9 @@ fn a_cpp_code_built_against_the_prefix_migrates_live_under_the_installed_rankmig
 #[test]
 fn a_fortran_code_built_with_cmake_migrates_live_under_the_installed_rankmig() {
     let _lock = mpi_lock();
-    let config = fs::read_to_string(prefix().join("lib/cmake/rankmig/rankmigConfig.cmake"))
-        .expect("rankmigConfig.cmake");
+    let config =
+        fs::read_to_string(installed_prefix().join("lib/cmake/rankmig/rankmigConfig.cmake"))
+            .expect("rankmigConfig.cmake");
     if config.contains("set(rankmig_FORTRAN_FOUND FALSE)") {
         eprintln!("SKIPPED: this MPI has no Fortran wrapper: the prefix has no Fortran modules");
         return;

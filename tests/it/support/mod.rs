@@ -82,13 +82,7 @@ pub fn example(name: &str) -> PathBuf {
         cmd.arg("--release");
     }
     let built = cmd.status().is_ok_and(|s| s.success());
-    let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/TEST-HASH -> target/<profile>/examples/NAME
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    let path = profile_dir.join("examples").join(name);
+    let path = prefix::build_dir().join("examples").join(name);
     assert!(
         path.exists(),
         "{} missing and cargo build --example {name} failed",
@@ -390,9 +384,7 @@ pub fn records(run: &Path) -> Vec<serde_json::Value> {
 /// libraries; its path.
 pub fn build_c_program(source: &str, name: &str, extra: &[&str]) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out_dir = prefix::build_dir().join("c-examples");
-    std::fs::create_dir_all(&out_dir).expect("c-examples dir");
-    let exe = out_dir.join(name);
+    let exe = prefix::programs_dir().join(name);
     let out =
         prefix::compile_against_prefix("mpicc", "rankmig", &[&root.join(source)], &exe, extra)
             .arg("-Wall")

@@ -16,6 +16,14 @@ pub fn build_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// Where the tests' C, C++ and Fortran programs are built: `target/release/c-examples`
+/// (created).
+pub fn programs_dir() -> PathBuf {
+    let dir = build_dir().join("c-examples");
+    fs::create_dir_all(&dir).expect("c-examples dir");
+    dir
+}
+
 /// A directory of `apt-get` and `sudo` stand-ins that record their call and fail, and
 /// the `PATH` that puts it ahead of the real ones: scripts/test.sh's
 /// (`RANKMIG_TEST_TRAPS`, on its `PATH` for every step, so that the builds and this
