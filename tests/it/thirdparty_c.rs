@@ -17,7 +17,8 @@ const RANKS: usize = 8;
 /// HPCC's memory per process (bytes): a table of 2^22 words, 2048 loop iterations.
 const MEMORY: &str = "4194304";
 
-/// Builds the benchmark with `mpicc` into `dir`; `None` when there is no `mpicc`.
+/// Builds the benchmark with `mpicc` against the library-only prefix into `dir`; `None`
+/// when `mpicc` cannot be run (the prefix install before it needs `mpicc` too).
 fn build(dir: &Path) -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let code = root.join("examples/thirdparty/hpcc-randomaccess");
