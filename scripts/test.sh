@@ -130,10 +130,17 @@ done
 
 # Debian's MPICH 4.0.2 (libmpich-dev: the MPICH with Fortran bindings here), through the
 # wrappers of scripts/mpich4-debian (mpicc -> mpicc.mpich, ...): the C and Fortran
-# examples built against it print the Rust checksum, restart after SIGKILL, and their
-# traffic is counted. It cannot spawn (Debian builds it with ch4:ucx, whose MPI_Open_port,
+# examples built against it print the Rust checksum and their traffic is counted. It
+# cannot spawn (Debian builds it with ch4:ucx, whose MPI_Open_port,
 # which MPI_Comm_spawn needs, says "MPIDI_UCX_get_local_upids(31): The function is
-# currently not supported with ucx netmod"), so its live migrations are not tested.
+# currently not supported with ucx netmod"), so its live migrations are not tested. Nor
+# is the restart after SIGKILL (c_programs::a_c_program_killed_with_sigkill,
+# a_fortran_program_killed_with_sigkill): Debian's Open MPI 4.1.4 runs both above, and
+# with this MPICH they took 300 s of this step's 353 (fresh clone of ecfc5ad). It polls
+# without yielding, so 4 ranks on 2 cores wait a time slice per exchange: 500 iterations
+# of a ring exchange and an MPI_Allreduce took 4.9 s at 4 ranks, 0.02 s at 2 ranks and
+# 0.1 s with Open MPI 4.1.4 at 4 ranks (no MPIR_CVAR_* changed that: POLLS_BEFORE_YIELD=1,
+# NOLOCAL=1, CH4_GLOBAL_PROGRESS=0, ASYNC_PROGRESS=1, nor UCX_TLS=tcp).
 # What its tests run: the `rankmig` binary, the test binary, and the library with the
 # Jacobi example (tests/it/support's build_c_library builds them if not yet built).
 use_mpi mpich4 "$ROOT/scripts/mpich4-debian"
@@ -141,7 +148,6 @@ step "build (Debian MPICH 4.0.2)" "${with_mpi[@]}" \
   cargo build --release --lib --bins --test it --example jacobi
 step "C and Fortran examples (Debian MPICH 4.0.2)" "${with_mpi[@]}" \
   cargo test --release --no-fail-fast --test it -- c_programs::the_c_and_fortran_twins_print \
-  c_programs::a_c_program_killed_with_sigkill c_programs::a_fortran_program_killed_with_sigkill \
   c_programs::the_traffic_of_ c_programs::the_mpi_f08_ring_prints_the_checksum_of_its_c_twin
 
 if [ ${#failed[@]} -gt 0 ]; then
