@@ -320,6 +320,15 @@ impl Job {
         self.complete_migration(leaving, &pending.plan, &pending.change, inter, so_far)
     }
 
+    /// True while the checkpoint a background migration starts from is written but not
+    /// yet committed. Its outcome is the migration's to take (a failed write refuses the
+    /// migration and every rank goes on), not the periodic check's, which would return
+    /// it to the application as an error. Agreed: every rank saved it in one collective
+    /// call, and the commit is collective.
+    pub(super) fn migration_holds_checkpoint(&self) -> bool {
+        self.pending.as_ref().is_some_and(|p| p.saved) && self.ckpt.uncommitted()
+    }
+
     /// Every rank's buffer being ready: saves the checkpoint a relaunch would start
     /// from (written by the checkpoint writer while the ranks compute). Collective.
     fn save_for_relaunch<T: Serialize>(&mut self, state: &T) -> Result<(), MigrateError> {

@@ -467,7 +467,7 @@ impl Job {
     #[doc(hidden)]
     pub fn event<T: Serialize>(&mut self, state: &T) -> Result<bool, MigrateError> {
         let _rankmig_traffic_is_not_counted = Paused::new();
-        if self.ckpt_due {
+        if self.ckpt_due && !self.migration_holds_checkpoint() {
             self.ckpt.event(state)?;
         }
         if self.settings.migrates() && self.pacer.due(self.calls) {
