@@ -11,7 +11,10 @@
 //! and broadcasts what it found), made of the same calls the job makes, without and
 //! with the contention watch (which reads `/proc/thread-self/schedstat` and turns the
 //! pacing broadcast into an all-gather of the waits). In a singleton the collectives
-//! cost little: the difference is mostly the schedstat read.
+//! cost little: the difference is mostly the schedstat read. `contention watch on,
+//! matrix note`: the same check with the note the job carries since it writes the run
+//! directory's matrix while it runs (whether the matrix is due); `matrix_export`: what a
+//! check adds when it is due, every few seconds.
 //!
 //! `cargo bench --bench capi`.
 
@@ -90,7 +93,63 @@ fn availability_check(
             calls += 10;
             let mine = reader.sample();
             let all = pacer.after_check_gathering(world, calls, mine);
-            black_box((all, watcher.check_carrying(world, None)))
+            black_box((all, watcher.check_carrying::<_, String>(world, None)))
+        })
+    });
+    // The job's check since the run directory's matrix is written while it runs: rank
+    // 0's note carries whether the matrix is due (not due here: its gather and write
+    // come every few seconds, `matrix_export` below).
+    group.bench_function("contention watch on, matrix note", |b| {
+        b.iter(|| {
+            calls += 10;
+            let mine = reader.sample();
+            let all = pacer.after_check_gathering(world, calls, mine);
+            let note = Some((None::<String>, false));
+            black_box((all, watcher.check_carrying(world, note)))
+        })
+    });
+    group.finish();
+    matrix_export(c, dir, world);
+}
+
+/// What a check costs when the run directory's matrix is due (every
+/// `rankmig::migrate::job::MATRIX_EVERY`): the gather at rank 0 (one rank here) and
+/// rank 0's atomic write of a 64-rank matrix of a 2-D halo exchange, as text in
+/// TreeMatch's format.
+#[cfg(feature = "mpi")]
+fn matrix_export(
+    c: &mut criterion::Criterion,
+    dir: &std::path::Path,
+    world: &mpi::topology::SimpleCommunicator,
+) {
+    use std::hint::black_box;
+
+    use rankmig::matrix::{CommMatrix, MatrixFormat};
+    use rankmig::monitor::{Traffic, Window};
+
+    let n = 64;
+    let side = 8;
+    let halo = (0..n).flat_map(|r| {
+        let (x, y) = (r % side, r / side);
+        let right = ((x + 1) % side) + y * side;
+        let below = x + ((y + 1) % side) * side;
+        [(r, right, 123_456.0), (r, below, 654_321.0)]
+    });
+    let matrix = CommMatrix::from_triples(n, halo);
+    let mut group = c.benchmark_group("matrix_export");
+    group.bench_function("gather at rank 0", |b| {
+        b.iter(|| {
+            black_box(rankmig::monitor::gather::gather_matrix_at_root(
+                world,
+                Window::SinceStart,
+                Traffic::All,
+            ))
+        })
+    });
+    group.bench_function("64 ranks, text and atomic write", |b| {
+        b.iter(|| {
+            let text = matrix.to_text(MatrixFormat::Dense);
+            black_box(rankmig::own_files::write_atomic(dir, "matrix.mat", &text)).expect("write")
         })
     });
     group.finish();

@@ -327,6 +327,45 @@ impl CommMatrix {
         }
         Ok(())
     }
+
+    /// Writes the matrix as a `SRC DST BYTES` edge list, one line per nonzero entry
+    /// in row order. When no entry names the last rank, a last line `N-1 N-1 0` keeps
+    /// the order (the reader takes the largest rank seen plus one and skips the line).
+    ///
+    /// ```
+    /// use rankmig::matrix::CommMatrix;
+    /// let m = CommMatrix::from_triples(3, [(0, 1, 8.0)]);
+    /// let mut text = Vec::new();
+    /// m.write_edges(&mut text).unwrap();
+    /// assert_eq!(String::from_utf8(text).unwrap(), "0 1 8\n2 2 0\n");
+    /// ```
+    pub fn write_edges(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let mut largest = None;
+        for i in 0..self.order {
+            for (j, w) in self.row(i) {
+                writeln!(out, "{i} {j} {}", format_volume(w))?;
+                largest = largest.max(Some(i.max(j)));
+            }
+        }
+        let last = self.order.checked_sub(1);
+        match last {
+            Some(last) if largest != Some(last) => writeln!(out, "{last} {last} 0"),
+            _ => Ok(()),
+        }
+    }
+
+    /// The matrix as text in `format`: an edge list for [`MatrixFormat::Edges`], else
+    /// TreeMatch's dense format (`prof`, Open MPI's per-rank dumps, is not a format
+    /// rankmig writes).
+    pub fn to_text(&self, format: MatrixFormat) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing to a Vec does not fail.
+        let _ = match format {
+            MatrixFormat::Edges => self.write_edges(&mut out),
+            _ => self.write_dense(&mut out),
+        };
+        out
+    }
 }
 
 /// Refuses volumes adding up to more than [`MAX_TOTAL_VOLUME`] (`origin` names the
@@ -552,6 +591,21 @@ mod tests {
         assert_eq!(dense.dim(), (16, 16));
         assert_eq!(dense.sum(), read.total());
         assert_eq!(CommMatrix::from_array(dense.view()).unwrap(), read);
+    }
+
+    #[test]
+    fn a_matrix_written_in_either_format_reads_back_the_same() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/matrices/cg.S.16.mat");
+        let read = CommMatrix::load(&path, MatrixFormat::Dense).unwrap();
+        let dense = String::from_utf8(read.to_text(MatrixFormat::Dense)).unwrap();
+        assert_eq!(CommMatrix::parse_dense(&dense, "dense").unwrap(), read);
+        let edges = String::from_utf8(read.to_text(MatrixFormat::Edges)).unwrap();
+        assert_eq!(CommMatrix::parse_edges(&edges, "edges").unwrap(), read);
+        // The last rank silent: its order is kept all the same.
+        let quiet_last = CommMatrix::from_triples(4, [(0, 1, 2.5), (1, 0, 3.0)]);
+        let edges = String::from_utf8(quiet_last.to_text(MatrixFormat::Edges)).unwrap();
+        assert_eq!(edges, "0 1 2.5\n1 0 3\n3 3 0\n");
+        assert_eq!(CommMatrix::parse_edges(&edges, "e").unwrap(), quiet_last);
     }
 
     #[test]

@@ -52,7 +52,41 @@ pub enum Traffic {
 pub fn gather_matrix<C: Communicator>(comm: &C, window: Window, traffic: Traffic) -> CommMatrix {
     let _pause = Paused::new();
     let n = usize::try_from(comm.size()).unwrap_or(0);
-    let row: Vec<f64> = match window {
+    let row = row_of(n, window, traffic);
+    let mut all = vec![0f64; n * n];
+    comm.all_gather_into(&row[..], &mut all[..]);
+    matrix_of(n, &all)
+}
+
+/// [`gather_matrix`] on rank 0 only (`None` on the other ranks): one gather of one row
+/// per rank to rank 0 instead of an all-gather, for a matrix only rank 0 writes.
+/// Collective over `comm`. This traffic itself is not counted.
+pub fn gather_matrix_at_root<C: Communicator>(
+    comm: &C,
+    window: Window,
+    traffic: Traffic,
+) -> Option<CommMatrix> {
+    let _pause = Paused::new();
+    let n = usize::try_from(comm.size()).unwrap_or(0);
+    let row = row_of(n, window, traffic);
+    let root = comm.process_at_rank(0);
+    if comm.rank() != 0 {
+        root.gather_into(&row[..]);
+        return None;
+    }
+    let mut all = vec![0f64; n * n];
+    root.gather_into_root(&row[..], &mut all[..]);
+    Some(matrix_of(n, &all))
+}
+
+/// The matrix of `n` ranks from its rows laid end to end.
+fn matrix_of(n: usize, all: &[f64]) -> CommMatrix {
+    CommMatrix::from_triples(n, all.iter().enumerate().map(|(k, &b)| (k / n, k % n, b)))
+}
+
+/// This rank's row of `n` values for `window` and `traffic`.
+fn row_of(n: usize, window: Window, traffic: Traffic) -> Vec<f64> {
+    match window {
         Window::Decayed { alpha } => {
             let (p2p, all) = super::counters::decayed(alpha);
             let mut d = match traffic {
@@ -66,10 +100,7 @@ pub fn gather_matrix<C: Communicator>(comm: &C, window: Window, traffic: Traffic
             .iter()
             .map(|&b| b as f64)
             .collect(),
-    };
-    let mut all = vec![0f64; n * n];
-    comm.all_gather_into(&row[..], &mut all[..]);
-    CommMatrix::from_triples(n, all.iter().enumerate().map(|(k, &b)| (k / n, k % n, b)))
+    }
 }
 
 fn own_row(n: usize, window: Window, traffic: Traffic) -> Vec<u64> {

@@ -218,26 +218,25 @@ impl AvailabilityWatcher {
     /// rank 0 (`log` warning). With a settle time, a new content is reported only once
     /// rank 0 has seen it unchanged for that long ([`AvailabilityWatcher::settling`]).
     pub fn check<C: Communicator>(&mut self, comm: &C) -> WatchOutcome {
-        self.check_carrying(comm, None).0
+        self.check_carrying::<C, ()>(comm, None).0
     }
 
     /// [`AvailabilityWatcher::check`] whose broadcast also carries rank 0's `note` (the
-    /// contention watch's decision, [`crate::contention`]) to every rank: no collective
-    /// of its own. `note` is read on rank 0 only.
-    pub fn check_carrying<C: Communicator>(
+    /// job's decisions taken on rank 0: the contention watch's, [`crate::contention`],
+    /// and whether the matrix is written) to every rank: no collective of its own.
+    /// `note` is read on rank 0 only; every rank returns rank 0's.
+    pub fn check_carrying<C: Communicator, N: Serialize + serde::de::DeserializeOwned>(
         &mut self,
         comm: &C,
-        note: Option<String>,
-    ) -> (WatchOutcome, Option<String>) {
+        note: Option<N>,
+    ) -> (WatchOutcome, Option<N>) {
         let mine = (comm.rank() == 0).then(|| {
             let (outcome, hash) = self.read_settled();
             serde_json::to_vec(&(outcome, hash, note)).unwrap_or_default()
         });
         let bytes = broadcast_bytes(comm, mine);
-        let (outcome, hash, note): (WatchOutcome, u64, Option<String>) = serde_json::from_slice(
-            &bytes,
-        )
-        .unwrap_or((WatchOutcome::Unchanged, self.last_hash, None));
+        let (outcome, hash, note): (WatchOutcome, u64, Option<N>) = serde_json::from_slice(&bytes)
+            .unwrap_or((WatchOutcome::Unchanged, self.last_hash, None));
         self.last_hash = hash;
         match &outcome {
             WatchOutcome::Changed { availability } => {

@@ -37,6 +37,7 @@ mod help_examples;
 mod installed;
 mod layering;
 mod linked_mpi;
+mod live_matrix;
 mod mapper_optimum;
 mod mapper_quality;
 mod matrix_formats;

@@ -114,6 +114,8 @@ pub struct Job {
     live_bytes: Option<f64>,
     /// A migration whose replacement processes are being started in the background.
     pending: Option<background::PendingMigration>,
+    /// Rank 0: when it last wrote the run directory's matrix ([`Job::write_run_matrix`]).
+    matrix_written: Option<Instant>,
     /// This rank's reading of its waits for a CPU, with the contention watch on.
     waits: Option<WaitReader>,
     /// Rank 0: the contention watch's window and lowered nodes ([`contention`]).
@@ -201,6 +203,7 @@ impl Job {
             comm_changed: false,
             live_bytes: None,
             pending: None,
+            matrix_written: None,
             contention: ContentionWatch::starting(0.0),
             _universe: None,
         };
@@ -324,6 +327,7 @@ impl Job {
             comm_changed: false,
             live_bytes: None,
             pending: None,
+            matrix_written: None,
             contention: a.contention,
             _universe: None,
         };
@@ -565,24 +569,64 @@ impl Job {
         }
     }
 
-    /// Rank 0 writes the matrix to the run directory ([`record::MATRIX`]) and to
-    /// `RANKMIG_MATRIX_OUT` if set (TreeMatch's format).
-    fn export_matrix(&self, matrix: &CommMatrix) {
+    /// Rank 0 writes the matrix to the run directory ([`Job::write_run_matrix`]) and
+    /// to `RANKMIG_MATRIX_OUT` if set (TreeMatch's format).
+    fn export_matrix(&mut self, matrix: &CommMatrix) {
         if !self.is_root() {
             return;
         }
-        let in_run_dir = self
-            .settings
-            .run_dir
-            .as_ref()
-            .map(|d| d.join(record::MATRIX));
-        for path in in_run_dir.into_iter().chain(monitor::export::matrix_out()) {
+        self.write_run_matrix(matrix);
+        if let Some(path) = monitor::export::matrix_out() {
             if let Err(e) = monitor::export_matrix(matrix, &path) {
                 log::warn!("{e}");
             }
         }
     }
+
+    /// Rank 0 writes `matrix` to the run directory's [`record::MATRIX`], in the format
+    /// `--matrix-format` names (an edge list for `edges`, else TreeMatch's dense
+    /// format), atomically: a reader sees the previous matrix or the new one whole.
+    fn write_run_matrix(&mut self, matrix: &CommMatrix) {
+        let Some(dir) = &self.settings.run_dir else {
+            return;
+        };
+        let text = matrix.to_text(self.settings.matrix_format);
+        if let Err(e) = crate::own_files::write_atomic(dir, record::MATRIX, &text) {
+            log::warn!("cannot write the communication matrix: {e}");
+        }
+        self.matrix_written = Some(Instant::now());
+    }
+
+    /// Rank 0, at an availability check: whether the run directory's matrix is to be
+    /// written at this check (never written yet by this process, or
+    /// [`MATRIX_EVERY`] ago). Carried to every rank with the check's broadcast.
+    fn matrix_due(&self) -> bool {
+        self.is_root()
+            && self.settings.run_dir.is_some()
+            && self
+                .matrix_written
+                .is_none_or(|t| t.elapsed() >= MATRIX_EVERY)
+    }
+
+    /// At a check whose broadcast said so (`due`, the same on every rank): the matrix
+    /// gathered at rank 0 and written to the run directory. Collective.
+    fn write_matrix_if(&mut self, due: bool) {
+        if !due {
+            return;
+        }
+        let gathered =
+            monitor::gather::gather_matrix_at_root(&self.comm, Window::SinceStart, Traffic::All);
+        if let Some(matrix) = gathered {
+            self.write_run_matrix(&matrix);
+        }
+    }
 }
+
+/// How often, at most, rank 0 writes the run directory's matrix at the availability
+/// checks while the job runs (besides each availability change the job acts on and
+/// the end): one gather of a row per rank to rank 0 and one file written, a few
+/// milliseconds every few seconds.
+pub const MATRIX_EVERY: Duration = Duration::from_secs(5);
 
 impl Drop for Job {
     /// A job dropped without [`Job::finalize`] notes its process's end (`end`), so that

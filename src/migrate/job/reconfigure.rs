@@ -36,16 +36,21 @@ impl Job {
         // The content followed so far, to go back to should a migration be refused (its
         // view is kept below, when it is replaced: nothing is copied at each check).
         let hash_before = self.watcher.as_ref().map_or(0, |w| w.last_hash());
-        let (seen, contention) = match self.watcher.as_mut() {
-            Some(w) => w.check_carrying(comm, leave),
+        // Rank 0's decisions, carried by the check's broadcast: the contention watch's
+        // node to leave, and whether the matrix is written at this check.
+        let note = (leave, self.matrix_due());
+        let (seen, note) = match self.watcher.as_mut() {
+            Some(w) => w.check_carrying(comm, Some(note)),
             None => (WatchOutcome::Unchanged, None),
         };
+        let (contention, matrix_due) = note.unwrap_or((None, false));
         if !matches!(seen, WatchOutcome::Unchanged) || contention.is_some() {
             self.changes += 1;
         }
         let availability = match seen {
             WatchOutcome::Changed { availability } => availability,
             WatchOutcome::Refused { message } => {
+                self.write_matrix_if(matrix_due);
                 self.record(Outcome::refusal("refused", message, t0));
                 return Ok(());
             }
@@ -54,6 +59,7 @@ impl Job {
             WatchOutcome::Unchanged => match self.view.as_ref().filter(|_| contention.is_some()) {
                 Some(view) => view.clone(),
                 None => {
+                    self.write_matrix_if(matrix_due);
                     self.charge(t0.elapsed().as_secs_f64(), 0.0);
                     return Ok(());
                 }
