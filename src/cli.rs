@@ -494,7 +494,9 @@ pub struct RunArgs {
     #[arg(long, short = 'm')]
     pub matrix: Option<PathBuf>,
     /// Format of --matrix: `auto` refuses a file that reads both as a small dense
-    /// matrix and as an edge list; `dense`, `edges` or `prof` say which it is.
+    /// matrix and as an edge list; `dense`, `edges` or `prof` say which it is. With
+    /// `edges` the ranks write RUN_DIR/matrix.mat as an edge list too (else in
+    /// TreeMatch's format).
     #[arg(long, value_enum, default_value_t = MatrixFormat::Auto, requires = "matrix")]
     pub matrix_format: MatrixFormat,
     /// Checkpoint directory (default: RUN_DIR/ckpt). With several hosts it must be on

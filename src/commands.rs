@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rankmig::matrix::{CommMatrix, MatrixError};
+use rankmig::matrix::{CommMatrix, MatrixError, MatrixFormat};
 use rankmig::output::{HostsError, MapReport, OutputError};
 use rankmig::topology::{
     CpuSelectionError, IndexListError, TopologyError, Tree, leaves_on_cpus, parse_index_list,
@@ -423,6 +423,16 @@ fn run_job(args: &RunArgs, config: &Configuration) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The `--matrix-format` the run of `run_dir` was given (its `run.json`), which the
+/// ranks write `matrix.mat` in; `auto` when it cannot be read.
+fn run_matrix_format(run_dir: &Path) -> MatrixFormat {
+    std::fs::read(run_dir.join("run.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|spec| serde_json::from_value(spec.get("matrix_format")?.clone()).ok())
+        .unwrap_or_default()
+}
+
 fn run_report(args: &ReportArgs) -> Result<(), CliError> {
     use rankmig::report::{read_run, svg, table};
     let report = read_run(&args.run_dir)?;
@@ -430,8 +440,12 @@ fn run_report(args: &ReportArgs) -> Result<(), CliError> {
     print!("{}", table(&report));
     let matrix = args.run_dir.join(rankmig::run_dir::record::MATRIX);
     if matrix.is_file() {
+        let (format, option) = match run_matrix_format(&args.run_dir) {
+            MatrixFormat::Edges => ("an edge list", " --matrix-format edges"),
+            _ => ("TreeMatch's format", ""),
+        };
         println!(
-            "communication matrix: {} (bytes between ranks, TreeMatch's format: rankmig run --matrix {})",
+            "communication matrix: {} (bytes between ranks since the launch, written while the job runs and at its end; {format}: rankmig run --matrix {}{option})",
             matrix.display(),
             matrix.display()
         );

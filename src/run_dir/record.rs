@@ -15,7 +15,8 @@
 //!   processes.csv            rank,pid,node,core,event,cpus,time,epoch,iteration of every
 //!                            process event of the job (a rank killed, restarts included)
 //!   relaunch-request         the ranks ask rankmig run to launch the job again
-//!   matrix.mat               the live communication matrix (TreeMatch's dense format)
+//!   matrix.mat               the live communication matrix (TreeMatch's dense format,
+//!                            or an edge list with --matrix-format edges)
 //!   stalls.txt               rankmig run stopped a job whose ranks made no progress
 //!   misplaced.txt            rank,pid,host,planned host of a rank not on its planned host
 //! ```
@@ -28,8 +29,10 @@ use serde::{Deserialize, Serialize};
 
 /// File of the run directory where rank 0 writes the job's live communication matrix
 /// (bytes sent between ranks since the launch started, carried across migrations) in
-/// TreeMatch's dense format, as `--matrix` (`--matrix-format dense`) reads it: at each
-/// availability change the job acts on, and when the job ends.
+/// TreeMatch's dense format, as `--matrix` (`--matrix-format dense`) reads it, or as an
+/// edge list when the run was given `--matrix-format edges`: while the job runs (at an
+/// availability check at most every `migrate::job::MATRIX_EVERY`), at each availability
+/// change the job acts on, and when the job ends; in one rename each time.
 pub const MATRIX: &str = "matrix.mat";
 
 /// File of the run directory by which the ranks ask `rankmig run` to launch the job again

@@ -3,7 +3,7 @@
 //! halo exchange between neighbouring ranks), rank 0 writes `RUN_DIR/matrix.mat` at
 //! the availability checks, without `RANKMIG_MATRIX_OUT`, before the job ends: the
 //! test waits for the file while the job is still running, reads it and stops the job
-//! through the example's stop file.
+//! through the example's stop file; `rankmig report` then names it.
 #![cfg(feature = "mpi")]
 
 use std::fs;
@@ -85,6 +85,17 @@ fn matrix_while_running() -> Result<(), Hung> {
         "the matrix at the end counts less ({}) than while the job ran ({})",
         last.total(),
         live.total()
+    );
+    let report = rankmig()
+        .args(["report"])
+        .arg(&run)
+        .output()
+        .expect("rankmig report runs");
+    let text = String::from_utf8_lossy(&report.stdout);
+    let named = format!("communication matrix: {}", path.display());
+    assert!(
+        report.status.success() && text.contains(&named) && text.contains("TreeMatch's format"),
+        "{text}"
     );
     Ok(())
 }
