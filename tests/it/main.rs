@@ -52,3 +52,4 @@ mod size_bounds;
 mod slurm_rms;
 mod thirdparty_c;
 mod topology_files;
+mod verify_restart;
