@@ -9,12 +9,13 @@
 //! `availability_check`: the slow path a `checkpoint!` call takes about once a second
 //! under `rankmig run` (the pacing exchange, then rank 0 reads the availability file
 //! and broadcasts what it found), made of the same calls the job makes, without and
-//! with the contention watch (which reads `/proc/thread-self/schedstat` and turns the
-//! pacing broadcast into an all-gather of the waits). In a singleton the collectives
-//! cost little: the difference is mostly the schedstat read. `contention watch on,
-//! matrix note`: the same check with the note the job carries since it writes the run
-//! directory's matrix while it runs (whether the matrix is due); `matrix_export`: what a
-//! check adds when it is due, every few seconds.
+//! with the contention watch (which reads `/proc/thread-self/schedstat`, on rank 0 also
+//! `/proc/pressure/cpu` where the kernel gives it, and turns the pacing broadcast into
+//! an all-gather of the waits). In a singleton the collectives cost little: the
+//! difference is mostly the two reads. `contention watch on, matrix note`: the same
+//! check with the note the job carries since it writes the run directory's matrix while
+//! it runs (whether the matrix is due); `matrix_export`: what a check adds when it is
+//! due, every few seconds.
 //!
 //! `cargo bench --bench capi`.
 
@@ -70,7 +71,7 @@ fn availability_check(
 ) {
     use std::hint::black_box;
 
-    use rankmig::contention::WaitReader;
+    use rankmig::contention::{CheckSample, PressureReader, WaitReader};
     use rankmig::migrate::job::pacing::{CheckPacer, CheckSpacing};
     use rankmig::monitor::AvailabilityWatcher;
 
@@ -88,10 +89,15 @@ fn availability_check(
         })
     });
     let mut reader = WaitReader::start().expect("this kernel gives schedstat");
+    // Rank 0 is its node's lowest rank: it also reads the node's CPU pressure.
+    let mut pressure = PressureReader::open();
     group.bench_function("contention watch on", |b| {
         b.iter(|| {
             calls += 10;
-            let mine = reader.sample();
+            let mine = CheckSample {
+                wait: reader.sample(),
+                pressure: pressure.as_mut().and_then(|p| p.sample().ok().flatten()),
+            };
             let all = pacer.after_check_gathering(world, calls, mine);
             black_box((all, watcher.check_carrying::<_, String>(world, None)))
         })
@@ -102,7 +108,10 @@ fn availability_check(
     group.bench_function("contention watch on, matrix note", |b| {
         b.iter(|| {
             calls += 10;
-            let mine = reader.sample();
+            let mine = CheckSample {
+                wait: reader.sample(),
+                pressure: pressure.as_mut().and_then(|p| p.sample().ok().flatten()),
+            };
             let all = pacer.after_check_gathering(world, calls, mine);
             let note = Some((None::<String>, false));
             black_box((all, watcher.check_carrying(world, note)))

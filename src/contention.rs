@@ -23,6 +23,13 @@
 //! [`ContentionSettings::cooldown`]; no move when the nodes left cannot hold the job
 //! (recorded); nothing when every node with ranks is contended.
 //!
+//! The node's own view, where the kernel gives it: one rank per node (its lowest) reads
+//! the `some` line of `/proc/pressure/cpu` ([`pressure`]) at each check and hands its
+//! growth over the same interval to rank 0 in the same exchange. Rank 0 adds it up per
+//! node over the window and reports it beside the ranks' waits (in the record's reason
+//! and the reading rank's iteration file); it decides nothing: see `docs/contention.md`
+//! for why.
+//!
 //! Defaults (measured on the 2-core machine this was written on, while three other
 //! engineers' builds loaded it to a load average of 6 to 8): two pinned spinners there
 //! waited 82–83 % of each 10 s window, alike (excess 0.00–0.09); two hogs pinned to one
@@ -36,6 +43,10 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+pub mod pressure;
+
+pub use pressure::{PressureError, PressureReader};
 
 /// What the watch does with a contended node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -239,6 +250,14 @@ pub struct WaitSample {
 }
 
 impl WaitSample {
+    /// Both added up.
+    fn plus(self, other: &WaitSample) -> WaitSample {
+        WaitSample {
+            wait_ns: self.wait_ns.saturating_add(other.wait_ns),
+            wall_ns: self.wall_ns.saturating_add(other.wall_ns),
+        }
+    }
+
     /// The share of the wall time spent waiting (0 when no time passed).
     pub fn share(&self) -> f64 {
         if self.wall_ns == 0 {
@@ -298,6 +317,18 @@ impl WaitReader {
     }
 }
 
+/// What a rank hands to rank 0 at a check: its waits, and where it reads its node's
+/// CPU pressure ([`pressure`]: one rank per node, the node's lowest), the node's stall
+/// over the same interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckSample {
+    /// The rank's own waits for a CPU.
+    pub wait: WaitSample,
+    /// The node's `some` CPU stall (from `/proc/pressure/cpu`); `None` where this rank
+    /// does not read it or it is not available.
+    pub pressure: Option<WaitSample>,
+}
+
 /// A node whose cores the watch lowered, until the cool-down ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cap {
@@ -347,6 +378,9 @@ pub struct NodeWaits {
     pub ranks: usize,
     /// Summed waits over summed wall time.
     pub share: f64,
+    /// The node's CPU pressure (`some` stall over wall time, from its ranks that read
+    /// it); `None` where none did.
+    pub pressure: Option<f64>,
 }
 
 /// Rank 0's side of the watch: the waits of the current window, the lowered nodes.
@@ -354,6 +388,10 @@ pub struct NodeWaits {
 pub struct ContentionWatch {
     /// Per rank, the waits added up since the window started.
     pending: Vec<WaitSample>,
+    /// Per rank, the node pressure it read since the window started (zero wall time
+    /// where it read none).
+    #[serde(default)]
+    pressure: Vec<WaitSample>,
     /// Job time (seconds) the window started.
     window_start: f64,
     /// Nodes whose cores are lowered.
@@ -386,6 +424,26 @@ impl ContentionWatch {
             p.wait_ns = p.wait_ns.saturating_add(s.wait_ns);
             p.wall_ns = p.wall_ns.saturating_add(s.wall_ns);
         }
+    }
+
+    /// Adds every rank's reading of its node's CPU pressure (in rank order; `None`
+    /// where a rank read none).
+    pub fn add_pressure(&mut self, samples: &[Option<WaitSample>]) {
+        if self.pressure.len() != samples.len() {
+            self.pressure = vec![WaitSample::default(); samples.len()];
+        }
+        for (p, s) in self.pressure.iter_mut().zip(samples) {
+            if let Some(s) = s {
+                p.wait_ns = p.wait_ns.saturating_add(s.wait_ns);
+                p.wall_ns = p.wall_ns.saturating_add(s.wall_ns);
+            }
+        }
+    }
+
+    /// Adds every rank's [`CheckSample`] (in rank order).
+    pub fn add_checks(&mut self, samples: &[CheckSample]) {
+        self.add(&samples.iter().map(|s| s.wait).collect::<Vec<_>>());
+        self.add_pressure(&samples.iter().map(|s| s.pressure).collect::<Vec<_>>());
     }
 
     /// Ends the caps whose cool-down is over at `now`; returns their nodes.
@@ -423,7 +481,8 @@ impl ContentionWatch {
         if length < settings.window().as_secs_f64() || self.pending.is_empty() {
             return Verdict::Quiet;
         }
-        let waits = node_waits(&std::mem::take(&mut self.pending), rank_nodes);
+        let pressure = std::mem::take(&mut self.pressure);
+        let waits = node_waits(&std::mem::take(&mut self.pending), &pressure, rank_nodes);
         self.window_start = now;
         let cores = |node: &str| offers.iter().find(|o| o.0 == node).map_or(0, |o| o.1);
         let least = waits.iter().map(|w| w.share).fold(1.0f64, f64::min);
@@ -438,8 +497,9 @@ impl ContentionWatch {
             if least > settings.threshold {
                 return Verdict::AllContended {
                     why: format!(
-                        "contention: every node's ranks waited at least {:.0}% of {length:.0} s for a CPU, alike: nothing moves",
-                        (least * 100.0).round()
+                        "contention: every node's ranks waited at least {:.0}% of {length:.0} s for a CPU, alike{}: nothing moves",
+                        (least * 100.0).round(),
+                        pressures(&waits)
                     ),
                 };
             }
@@ -448,13 +508,24 @@ impl ContentionWatch {
         let node_cores = cores(&worst.node);
         let usable = ((node_cores as f64 * (1.0 - excess(worst)) + 1e-9).floor() as usize)
             .min(node_cores.saturating_sub(1));
-        let extra = if least > 0.05 {
-            format!(
-                " (the least-waiting node's {:.0}%)",
+        let mut notes = Vec::new();
+        if least > 0.05 {
+            notes.push(format!(
+                "the least-waiting node's {:.0}%",
                 (least * 100.0).round()
-            )
-        } else {
+            ));
+        }
+        if let Some(p) = worst.pressure {
+            notes.push(format!(
+                "{}'s CPU pressure {:.0}%",
+                worst.node,
+                (p * 100.0).round()
+            ));
+        }
+        let extra = if notes.is_empty() {
             String::new()
+        } else {
+            format!(" ({})", notes.join(", "))
         };
         let why = format!(
             "contention: {}'s ranks waited {:.0}% of {length:.0} s for a CPU{extra}; {usable} of {node_cores} core{} usable",
@@ -495,26 +566,52 @@ impl ContentionWatch {
     }
 }
 
-/// Each node's waits (nodes in the order of their first rank).
-pub fn node_waits(samples: &[WaitSample], rank_nodes: &[&str]) -> Vec<NodeWaits> {
-    let mut sums: Vec<(String, usize, WaitSample)> = Vec::new();
-    for (s, node) in samples.iter().zip(rank_nodes) {
+/// Each node's waits (nodes in the order of their first rank), and the CPU pressure
+/// its ranks read (`pressure` per rank, zero wall time where a rank read none; may be
+/// empty).
+pub fn node_waits(
+    samples: &[WaitSample],
+    pressure: &[WaitSample],
+    rank_nodes: &[&str],
+) -> Vec<NodeWaits> {
+    let none = WaitSample::default();
+    let mut sums: Vec<(String, usize, WaitSample, WaitSample)> = Vec::new();
+    for (rank, (s, node)) in samples.iter().zip(rank_nodes).enumerate() {
+        let p = pressure.get(rank).unwrap_or(&none);
         match sums.iter_mut().find(|e| e.0 == *node) {
             Some(e) => {
                 e.1 += 1;
-                e.2.wait_ns = e.2.wait_ns.saturating_add(s.wait_ns);
-                e.2.wall_ns = e.2.wall_ns.saturating_add(s.wall_ns);
+                e.2 = e.2.plus(s);
+                e.3 = e.3.plus(p);
             }
-            None => sums.push(((*node).to_owned(), 1, *s)),
+            None => sums.push(((*node).to_owned(), 1, *s, *p)),
         }
     }
     sums.into_iter()
-        .map(|(node, ranks, s)| NodeWaits {
+        .map(|(node, ranks, s, p)| NodeWaits {
             node,
             ranks,
             share: s.share(),
+            pressure: (p.wall_ns > 0).then(|| p.share()),
         })
         .collect()
+}
+
+/// `", CPU pressure n1 80%, n2 82%"` for the nodes whose pressure was read; empty
+/// where none was.
+fn pressures(waits: &[NodeWaits]) -> String {
+    let read: Vec<String> = waits
+        .iter()
+        .filter_map(|w| {
+            w.pressure
+                .map(|p| format!("{} {:.0}%", w.node, (p * 100.0).round()))
+        })
+        .collect();
+    if read.is_empty() {
+        String::new()
+    } else {
+        format!(" (CPU pressure {})", read.join(", "))
+    }
 }
 
 #[cfg(test)]
@@ -640,6 +737,51 @@ mod tests {
         let v = w.decide(10.0, &report, &["n1", "n2"], &offers());
         assert!(matches!(v, Verdict::Report { .. }), "{v:?}");
         assert!(w.caps().is_empty());
+    }
+
+    #[test]
+    fn the_node_pressure_is_reported_beside_the_waits_and_decides_nothing() {
+        let mut w = ContentionWatch::starting(0.0);
+        for _ in 0..10 {
+            w.add(&[sample(0.02), sample(0.67)]);
+            w.add_pressure(&[None, Some(sample(0.70))]);
+        }
+        let Verdict::Move { why, .. } = w.decide(10.0, &act(), &["n1", "n2"], &offers()) else {
+            panic!("a move");
+        };
+        assert_eq!(
+            why,
+            "contention: n2's ranks waited 67% of 10 s for a CPU (n2's CPU pressure 70%); 0 of 1 core usable"
+        );
+        // One kernel under logical nodes: the same high pressure everywhere, and ranks
+        // that hardly wait. The pressure alone moves nothing.
+        let mut w = ContentionWatch::starting(0.0);
+        for _ in 0..10 {
+            w.add_checks(&[0.01, 0.02].map(|s| CheckSample {
+                wait: sample(s),
+                pressure: Some(sample(0.9)),
+            }));
+        }
+        assert_eq!(
+            w.decide(10.0, &act(), &["n1", "n2"], &offers()),
+            Verdict::Quiet
+        );
+        let busy = window(&mut w, 10.0, &[0.83, 0.85]);
+        assert!(
+            matches!(&busy, Verdict::AllContended { why } if why.contains("alike: nothing")),
+            "{busy:?}"
+        );
+        for _ in 0..10 {
+            w.add(&[sample(0.83), sample(0.85)]);
+            w.add_pressure(&[Some(sample(0.9)), Some(sample(0.92))]);
+        }
+        let Verdict::AllContended { why } = w.decide(30.0, &act(), &["n1", "n2"], &offers()) else {
+            panic!("every node alike");
+        };
+        assert!(
+            why.ends_with("alike (CPU pressure n1 90%, n2 92%): nothing moves"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -205,6 +205,7 @@ mod tests {
             scheduling: 0.0,
             migration,
             wait_share: None,
+            pressure_share: None,
         }
     }
 

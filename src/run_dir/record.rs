@@ -576,6 +576,11 @@ pub struct IterationRecord {
     /// the share of the wall time since the previous check that this rank waited for a
     /// CPU (a fifth column, 0.000 to 1.000; absent elsewhere).
     pub wait_share: Option<f64>,
+    /// With the contention watch on, at the checks of the rank that reads its node's CPU
+    /// pressure (the node's lowest rank, where `/proc/pressure/cpu` can be read): the
+    /// share of the wall time since the previous check that some task of the node waited
+    /// for a CPU (a sixth column, 0.000 to 1.000; absent elsewhere).
+    pub pressure_share: Option<f64>,
 }
 
 /// Appends iteration records to a rank's file.
@@ -608,7 +613,13 @@ fn write_iteration_line(out: &mut Vec<u8>, r: &IterationRecord) {
         out.push(b',');
         out.extend_from_slice(number.format(nanoseconds(seconds)).as_bytes());
     }
+    if r.wait_share.is_some() || r.pressure_share.is_some() {
+        out.push(b',');
+    }
     if let Some(share) = r.wait_share {
+        out.extend_from_slice(format!("{share:.3}").as_bytes());
+    }
+    if let Some(share) = r.pressure_share {
         out.extend_from_slice(format!(",{share:.3}").as_bytes());
     }
     out.push(b'\n');
@@ -640,27 +651,31 @@ pub fn read_iterations(path: &Path) -> Result<Vec<IterationRecord>, String> {
     for (i, line) in text.lines().enumerate() {
         let bad = || {
             format!(
-                "{}:{}: expected 'iteration,compute_ns,scheduling_ns,migration_ns[,wait_share]': '{line}'",
+                "{}:{}: expected 'iteration,compute_ns,scheduling_ns,migration_ns[,wait_share[,cpu_pressure]]': '{line}'",
                 path.display(),
                 i + 1
             )
         };
         let f: Vec<&str> = line.split(',').collect();
-        let (it, c, s, m, w) = match f[..] {
-            [it, c, s, m] => (it, c, s, m, None),
-            [it, c, s, m, w] => (it, c, s, m, Some(w)),
+        let (it, c, s, m, w, p) = match f[..] {
+            [it, c, s, m] => (it, c, s, m, None, None),
+            [it, c, s, m, w] => (it, c, s, m, Some(w), None),
+            [it, c, s, m, w, p] => (it, c, s, m, Some(w), Some(p)),
             _ => return Err(bad()),
         };
-        let wait_share = match w.map(str::trim) {
-            None | Some("") => None,
-            Some(w) => Some(w.parse::<f64>().map_err(|_| bad())?),
+        let share = |field: Option<&str>| match field.map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(v) => v.parse::<f64>().map(Some).map_err(|_| bad()),
         };
+        let wait_share = share(w)?;
+        let pressure_share = share(p)?;
         out.push(IterationRecord {
             iteration: it.parse().map_err(|_| bad())?,
             compute: parse_duration_field(c).ok_or_else(bad)?,
             scheduling: parse_duration_field(s).ok_or_else(bad)?,
             migration: parse_duration_field(m).ok_or_else(bad)?,
             wait_share,
+            pressure_share,
         });
     }
     Ok(out)
@@ -680,6 +695,7 @@ mod tests {
                 scheduling: 0.0,
                 migration: 0.0,
                 wait_share: None,
+                pressure_share: None,
             },
             IterationRecord {
                 iteration: 2,
@@ -687,6 +703,15 @@ mod tests {
                 scheduling: 0.25,
                 migration: 3.000_000_001,
                 wait_share: Some(0.625),
+                pressure_share: None,
+            },
+            IterationRecord {
+                iteration: 3,
+                compute: 0.5,
+                scheduling: 0.0,
+                migration: 0.0,
+                wait_share: Some(0.5),
+                pressure_share: Some(0.75),
             },
         ];
         append_iterations(dir.path(), 3, &records).expect("write");
@@ -694,7 +719,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).expect("read");
         assert_eq!(
             text,
-            "1,8075,0,0\n2,1500000000,250000000,3000000001,0.625\n"
+            "1,8075,0,0\n2,1500000000,250000000,3000000001,0.625\n3,500000000,0,0,0.500,0.750\n"
         );
         assert_eq!(read_iterations(&path).expect("parse"), records);
 

@@ -5,30 +5,70 @@
 use mpi::traits::Communicator;
 
 use crate::availability::{Availability, NodeOffer};
-use crate::contention::Verdict;
+use crate::contention::{CheckSample, Verdict, WaitSample};
 
 use super::Job;
 use super::outcome::Outcome;
 
 impl Job {
-    /// At a check: the pacing exchange, which also gathers every rank's waits when the
-    /// contention watch is on (one all-gather instead of the stride's broadcast). This
-    /// rank's wait share goes into its iteration record; rank 0 adds every rank's waits
-    /// to its window.
+    /// At a check: the pacing exchange, which also gathers every rank's waits (and each
+    /// node's CPU pressure, read by its lowest rank) when the contention watch is on
+    /// (one all-gather instead of the stride's broadcast). This rank's wait share, and
+    /// the node's pressure share where it read it, go into its iteration record; rank 0
+    /// adds every rank's samples to its window.
     pub(super) fn pace_and_gather_waits(&mut self) {
         let Some(reader) = self.waits.as_mut() else {
             self.pacer.after_check(&self.comm, self.calls);
             return;
         };
-        let mine = reader.sample();
+        let wait = reader.sample();
+        let mine = CheckSample {
+            wait,
+            pressure: self.node_pressure(),
+        };
         let all = self
             .pacer
             .after_check_gathering(&self.comm, self.calls, mine);
         if let Some(last) = self.pending_records.last_mut() {
-            last.wait_share = Some(mine.share());
+            last.wait_share = Some(mine.wait.share());
+            last.pressure_share = mine.pressure.map(|p| p.share());
         }
         if self.comm.rank() == 0 {
-            self.contention.add(&all);
+            self.contention.add_checks(&all);
+        }
+    }
+
+    /// The node's CPU stall since the previous check, where this rank is its node's
+    /// lowest in the placement it knows (rank 0 without one) and the kernel gives it.
+    /// Text the parser rejects is warned once, naming the file and line, and the
+    /// pressure is not read again.
+    fn node_pressure(&mut self) -> Option<WaitSample> {
+        let reads = self.reads_node_pressure();
+        let reader = self.pressure.as_mut()?;
+        if !reads {
+            reader.forget();
+            return None;
+        }
+        match reader.sample() {
+            Ok(sample) => sample,
+            Err(e) => {
+                log::warn!("contention watch: {e}; the node's CPU pressure is not read any more");
+                self.pressure = None;
+                None
+            }
+        }
+    }
+
+    /// True when this rank is the lowest of its node in its placement (rank 0 when it
+    /// has none).
+    fn reads_node_pressure(&self) -> bool {
+        let rank = usize::try_from(self.comm.rank()).unwrap_or(0);
+        match &self.placement {
+            Some(p) if rank < p.len() => {
+                let node = &p.location(rank).node;
+                !(0..rank).any(|r| &p.location(r).node == node)
+            }
+            _ => rank == 0,
         }
     }
 

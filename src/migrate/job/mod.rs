@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use crate::availability::Availability;
 use crate::checkpoint::mpi_collective::DuplicateInProgress;
 use crate::checkpoint::{CheckpointConfig, CheckpointContext, MpiCollective};
-use crate::contention::{ContentionWatch, WaitReader};
+use crate::contention::{ContentionWatch, PressureReader, WaitReader};
 use crate::launcher::{Departure, Launcher, MpiImplementation, launcher};
 use crate::matrix::CommMatrix;
 use crate::monitor::{
@@ -118,6 +118,10 @@ pub struct Job {
     matrix_written: Option<Instant>,
     /// This rank's reading of its waits for a CPU, with the contention watch on.
     waits: Option<WaitReader>,
+    /// With the contention watch on, this process's reading of its node's CPU pressure
+    /// (`/proc/pressure/cpu`, where the kernel gives it), used while it is its node's
+    /// lowest rank.
+    pressure: Option<PressureReader>,
     /// Rank 0: the contention watch's window and lowered nodes ([`contention`]).
     contention: ContentionWatch,
     /// MPI itself, finalized when the job is dropped (declared last: dropped after the
@@ -177,6 +181,11 @@ impl Job {
         let mut job = Self {
             pacer: CheckPacer::starting_at(settings.check_spacing, 0),
             waits: settings.contention.on().then(WaitReader::start).flatten(),
+            pressure: settings
+                .contention
+                .on()
+                .then(PressureReader::open)
+                .flatten(),
             settings,
             comm: world,
             ckpt,
@@ -300,6 +309,9 @@ impl Job {
             pacer: CheckPacer::resume(a.settings.check_spacing, a.next_check, a.check_stride),
             waits: (a.settings.contention.on())
                 .then(WaitReader::start)
+                .flatten(),
+            pressure: (a.settings.contention.on())
+                .then(PressureReader::open)
                 .flatten(),
             settings: a.settings,
             comm: arrival.comm,
@@ -454,6 +466,7 @@ impl Job {
                 scheduling: 0.0,
                 migration: 0.0,
                 wait_share: None,
+                pressure_share: None,
             });
         }
         self.last_end = now;

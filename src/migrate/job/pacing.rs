@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 pub use crate::run_dir::settings::CheckSpacing;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
-use crate::contention::WaitSample;
+use crate::contention::{CheckSample, WaitSample};
 
 /// Calls before the first check when paced by time (the rate is not known yet).
 const FIRST_STRIDE: u64 = 10;
@@ -93,31 +93,42 @@ impl CheckPacer {
     }
 
     /// [`CheckPacer::after_check`] that also hands every rank's `sample` (its waits for
-    /// a CPU, [`crate::contention`]) to every rank, in the same one collective: an
-    /// all-gather of (stride, wait, wall) instead of the broadcast of the stride. With a
-    /// spacing fixed in calls, that all-gather is the check's only addition.
+    /// a CPU and, on one rank per node, the node's CPU pressure: [`crate::contention`])
+    /// to every rank, in the same one collective: an all-gather of (stride, wait, wall,
+    /// node stall, node wall) instead of the broadcast of the stride. With a spacing
+    /// fixed in calls, that all-gather is the check's only addition.
     pub fn after_check_gathering<C: Communicator>(
         &mut self,
         comm: &C,
         calls: u64,
-        sample: WaitSample,
-    ) -> Vec<WaitSample> {
+        sample: CheckSample,
+    ) -> Vec<CheckSample> {
+        // A node wall time of 0 says the rank read no pressure.
+        let pressure = sample.pressure.unwrap_or_default();
         let mine = [
             self.proposed_stride(comm, calls),
-            sample.wait_ns,
-            sample.wall_ns,
+            sample.wait.wait_ns,
+            sample.wait.wall_ns,
+            pressure.wait_ns,
+            pressure.wall_ns,
         ];
         let n = usize::try_from(comm.size()).unwrap_or(0);
-        let mut all = vec![0u64; 3 * n];
+        let mut all = vec![0u64; mine.len() * n];
         comm.all_gather_into(&mine[..], &mut all[..]);
         if let (CheckSpacing::Millis(_), Some(&root)) = (self.spacing, all.first()) {
             self.stride = root.max(1);
         }
         self.advance(calls);
-        all.chunks_exact(3)
-            .map(|c| WaitSample {
-                wait_ns: c[1],
-                wall_ns: c[2],
+        all.chunks_exact(mine.len())
+            .map(|c| CheckSample {
+                wait: WaitSample {
+                    wait_ns: c[1],
+                    wall_ns: c[2],
+                },
+                pressure: (c[4] > 0).then_some(WaitSample {
+                    wait_ns: c[3],
+                    wall_ns: c[4],
+                }),
             })
             .collect()
     }
