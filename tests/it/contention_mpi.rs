@@ -2,7 +2,8 @@
 //! host, with a C program written apart from rankmig's examples (`tests/c/allreduce.c`:
 //! 2 ranks, one `MPI_Allreduce` per iteration): nothing moves while the job runs alone,
 //! CPU hogs pinned to one rank's CPU move that rank off its node live with a record
-//! that says why, and the result is a plain run's; hogs on every CPU move nothing.
+//! that says why, hogs that stop then bring no rank back before the cool-down, and the
+//! result is a plain run's; hogs on every CPU move nothing.
 #![cfg(feature = "mpi")]
 
 use std::fs;
@@ -28,6 +29,14 @@ fn program() -> &'static Path {
 
 /// The program's arguments besides `--iters` (about 50 µs of computing per iteration).
 const ARGS: [&str; 2] = ["--size", "20000"];
+
+/// The watch's window in the hog test (`--contention-window`), seconds: half the
+/// default, so that 12 s alone make two decisions and the move comes sooner.
+const WINDOW: f64 = 5.0;
+/// The cool-down in the hog test (`--contention-cooldown`), seconds: two windows end
+/// within it (the third, the first at which the node left may be used again, ends after
+/// it), so the test sees two decisions after the hogs stop.
+const COOLDOWN: f64 = 14.0;
 
 /// CPU hogs pinned with `taskset`; killed when dropped.
 struct Hogs(Vec<Child>);
@@ -88,6 +97,8 @@ struct JobClock {
     checks: usize,
     /// The sum of those shares.
     shares: f64,
+    /// Rows with n1's CPU pressure (rank 0 is n1's lowest rank), and their sum.
+    pressures: (usize, f64),
 }
 
 impl JobClock {
@@ -98,6 +109,7 @@ impl JobClock {
             nanos: 0,
             checks: 0,
             shares: 0.0,
+            pressures: (0, 0.0),
         }
     }
 
@@ -115,6 +127,10 @@ impl JobClock {
             if let Some(share) = fields.get(4).and_then(|f| f.parse::<f64>().ok()) {
                 self.checks += 1;
                 self.shares += share;
+            }
+            if let Some(p) = fields.get(5).and_then(|f| f.parse::<f64>().ok()) {
+                self.pressures.0 += 1;
+                self.pressures.1 += p;
             }
         }
         self.read += whole;
@@ -199,10 +215,14 @@ fn start(d: &Path, stop: &Path, extra: &[&str]) -> Job {
 
 /// The "done when": 12 s alone move nothing; two hogs pinned to rank 1's CPU
 /// make rankmig move rank 1 off its node live, with a record that says why; at most 3
-/// reconfigurations in the run; the checksum of a plain run. On a machine already busy
-/// (other builds on every CPU, rank 0 waiting more than the threshold alone) the move
-/// is not demanded: the scheduler then moves that other work off the hogs' CPU, every
-/// CPU is as busy, and moving would gain nothing (measured in `src/contention.rs`).
+/// reconfigurations in the run; the checksum of a plain run. Then the hogs stop, and
+/// until shortly before the cool-down ends no record moves a rank back onto the node
+/// left: on this host's logical nodes, rank 1's new node may share rank 0's CPU, which
+/// makes it the contended one, and only the cool-down keeps rank 1 from going back.
+/// On a machine already busy (other builds on every CPU, rank 0 waiting more than the
+/// threshold alone) the move is not demanded: the scheduler then moves that other work
+/// off the hogs' CPU, every CPU is as busy, and moving would gain nothing (measured in
+/// `src/contention.rs`).
 #[test]
 fn hogs_on_one_ranks_cpu_move_it_off_its_node_live() {
     let _lock = mpi_lock();
@@ -210,7 +230,14 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_node_live() {
     let d = dir.path();
     let run = d.join("run");
     let stop = d.join("stop");
-    let job = start(d, &stop, &[]);
+    let (window, cooldown) = (WINDOW.to_string(), COOLDOWN.to_string());
+    let settings = [
+        "--contention-window",
+        window.as_str(),
+        "--contention-cooldown",
+        cooldown.as_str(),
+    ];
+    let job = start(d, &stop, &settings);
     let clock = std::cell::RefCell::new(JobClock::new(&run));
     wait_until("12 s of the job alone", Duration::from_secs(600), || {
         clock.borrow_mut().seconds() >= 12.0
@@ -245,12 +272,18 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_node_live() {
     if busy {
         let since = clock.borrow_mut().seconds();
         wait_until("a move or three windows", Duration::from_secs(600), || {
-            moved() || clock.borrow_mut().seconds() > since + 30.0
+            moved() || clock.borrow_mut().seconds() > since + 3.0 * WINDOW
         });
     } else {
         wait_until("rank 1 moved off its node", JOB_WAIT, moved);
     }
+    // The job's time when the move was seen: at most the time of its decision, since
+    // rank 0's rows reach the file at the checks, after the record of that check.
+    let moved_at = clock.borrow_mut().seconds();
     drop(hogs);
+    if moved() {
+        assert_none_back_before_the_cooldown(&run, &clock, moved_at, &node);
+    }
     let all = records(&run);
     let why = match all.iter().find(|r| r["outcome"] == "migrated") {
         Some(record) => {
@@ -272,6 +305,7 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_node_live() {
             None
         }
     };
+    check_node_pressure(&clock.borrow());
     fs::write(&stop, "").expect("stop file");
     let out = job.finish().expect("rankmig run ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -288,6 +322,49 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_node_live() {
         d.join("plain-ckpt").display().to_string(),
     )];
     support::assert_same_as_plain_run(&out, 2, program(), &ARGS, &env);
+}
+
+/// After a move seen at job time `moved_at`, with the hogs stopped: waits until shortly
+/// before the cool-down ends (on the job's clock), then no record has moved a rank onto
+/// `node`, the node left.
+fn assert_none_back_before_the_cooldown(
+    run: &Path,
+    clock: &std::cell::RefCell<JobClock>,
+    moved_at: f64,
+    node: &str,
+) {
+    wait_until(
+        "the cool-down nearly over",
+        Duration::from_secs(600),
+        || clock.borrow_mut().seconds() >= moved_at + COOLDOWN - 1.0,
+    );
+    let back: Vec<serde_json::Value> = records(run)
+        .into_iter()
+        .filter(|r| (r["moved"].as_array()).is_some_and(|m| m.iter().any(|m| m["to"] == node)))
+        .collect();
+    assert!(
+        back.is_empty(),
+        "no rank goes back to {node} before the cool-down: {back:?}"
+    );
+}
+
+/// Where this kernel gives `/proc/pressure/cpu`, rank 0 (n1's lowest rank) recorded
+/// n1's CPU pressure at its checks; prints its mean beside rank 0's waits.
+fn check_node_pressure(clock: &JobClock) {
+    let (n, sum) = clock.pressures;
+    if n > 0 {
+        eprintln!(
+            "n1's CPU pressure (some) over {n} checks: {:.0}% on average; rank 0 waited {:.0}%",
+            100.0 * sum / n as f64,
+            100.0 * clock.shares / clock.checks as f64
+        );
+    }
+    if rankmig::contention::PressureReader::open().is_some() {
+        assert!(
+            n > 0,
+            "rank 0, n1's lowest rank, recorded its node's CPU pressure"
+        );
+    }
 }
 
 /// Two hogs pinned to every CPU of the machine: every node waits alike and nothing
