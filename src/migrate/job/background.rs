@@ -43,14 +43,14 @@ use serde::Serialize;
 
 use crate::planner::Plan;
 
-use super::super::protocol::{self, Bridge};
-use super::super::state_buffer::StateBuffer;
 use super::migration::{
     Held, SPAWN_FAILED_OUTCOME, UNSERIALISED_OUTCOME, spawn_order, spawn_program,
 };
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
 use super::{Job, MigrateError};
+use crate::migrate::protocol::{self, Bridge};
+use crate::migrate::state_buffer::StateBuffer;
 use crate::run_dir::launch_request::{self, LaunchRequest};
 use crate::run_dir::record::PhaseTimes;
 use crate::run_dir::settings::ENV_BLOCKING_SPAWN;

@@ -15,12 +15,12 @@ use crate::launcher::Launcher;
 use crate::monitor::{self, AvailabilityWatcher};
 use crate::planner::{Location, Move, Placement, Plan};
 
-use super::super::protocol::{self, OldRankOutcome};
-use super::super::state_message::StateMessage;
 use super::history::SpawnHistory;
 use super::outcome::Outcome;
 use super::reconfigure::ViewBefore;
 use super::{Job, MigrateError, leave_now};
+use crate::migrate::protocol::{self, OldRankOutcome};
+use crate::migrate::state_message::StateMessage;
 use crate::run_dir::record::PhaseTimes;
 use crate::run_dir::settings::JobSettings;
 

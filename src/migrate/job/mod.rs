@@ -36,9 +36,9 @@ use iteration_mark::IterationMark;
 use migration::Assignment;
 use pacing::CheckPacer;
 
-use super::MigrateError;
-use super::protocol::{self};
-use super::state_buffer::{LargestRegion, StateBuffer};
+use crate::migrate::MigrateError;
+use crate::migrate::protocol;
+use crate::migrate::state_buffer::{LargestRegion, StateBuffer};
 use crate::run_dir::launch_request;
 use crate::run_dir::record::{self, IterationRecord};
 use crate::run_dir::settings::JobSettings;
@@ -523,7 +523,7 @@ impl Job {
             self.reconfigurations
         );
         if self.comm_changes > 0 && self.launcher().finalize_waits_for_departed_ranks() {
-            super::finalize::end_without_library_finalize(&self.comm);
+            crate::migrate::finalize::end_without_library_finalize(&self.comm);
         }
         Ok(())
     }
