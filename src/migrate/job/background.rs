@@ -41,13 +41,10 @@ use mpi::topology::InterCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 use serde::Serialize;
 
-use crate::planner::Plan;
-
 use super::migration::{
-    Held, SPAWN_FAILED_OUTCOME, UNSERIALISED_OUTCOME, spawn_order, spawn_program,
+    Held, Migration, SPAWN_FAILED_OUTCOME, UNSERIALISED_OUTCOME, spawn_program,
 };
 use super::outcome::Outcome;
-use super::reconfigure::ViewBefore;
 use super::{Job, MigrateError};
 use crate::migrate::protocol::{self, Bridge};
 use crate::migrate::state_buffer::StateBuffer;
@@ -64,10 +61,8 @@ type BackgroundStart = Box<dyn FnOnce() -> Result<Bridge, MigrateError> + Send>;
 
 /// A migration whose replacement processes are being started in the background.
 pub(super) struct PendingMigration {
-    plan: Plan,
-    scheduling: f64,
-    change: String,
-    before: ViewBefore,
+    /// The migration whose spawn runs.
+    migration: Migration,
     started: Instant,
     planned_iteration: u64,
     /// Old rank 0: the helper thread that spawns and makes the bridge.
@@ -114,16 +109,13 @@ impl Job {
 
     /// Starts a migration in the background: when `rankmig run` watches spawns, first
     /// the checkpoint a relaunch would start from (written by the checkpoint writer),
-    /// then, once every rank has written it and it is committed, `plan`'s spawn on a
+    /// then, once every rank has written it and it is committed, the plan's spawn on a
     /// helper thread of rank 0 ([`Job::advance_background_migration`]); every rank
     /// returns to the application at once. Collective.
     pub(super) fn start_background_migration<T: Serialize>(
         &mut self,
         state: &T,
-        plan: &Plan,
-        scheduling: f64,
-        change: &str,
-        before: ViewBefore,
+        migration: Migration,
     ) -> Result<(), MigrateError> {
         let started = Instant::now();
         let watched = self.settings.spawns_watched();
@@ -134,13 +126,11 @@ impl Job {
             // into fresh memory would hold this iteration for its page faults.
             self.ckpt.warm_buffer(state_bytes);
         }
-        let state_sizes = self.state_sizes_in_spawn_order(state_bytes, plan);
+        let state_sizes = self.state_sizes_in_spawn_order(state_bytes, &migration);
+        let scheduling = migration.scheduling;
         self.pacer.hurry(self.calls, PENDING_CHECK_INTERVAL);
         self.pending = Some(PendingMigration {
-            plan: plan.clone(),
-            scheduling,
-            change: change.to_owned(),
-            before,
+            migration,
             started,
             planned_iteration: self.calls,
             helper: None,
@@ -163,7 +153,7 @@ impl Job {
             return Ok(());
         };
         let helper = if self.is_root() {
-            let moves = spawn_order(&pending.plan, &self.settings.hosts);
+            let moves = pending.migration.spawn_order(&self.settings.hosts);
             let state_sizes = pending.state_sizes.clone();
             self.mark_spawn_begun(moves.len());
             let start = self.background_start(&moves, state_sizes)?;
@@ -290,23 +280,25 @@ impl Job {
         let bridge = match self.joined_helper(&mut pending) {
             Ok(bridge) => bridge,
             Err(message) => {
-                self.record_abandoned_pending(&pending, SPAWN_FAILED_OUTCOME, message);
+                self.record_abandoned(SPAWN_FAILED_OUTCOME, message, &pending.migration);
                 return Ok(());
             }
         };
         // Serialised before the join, while the new processes sleep and the ranks that
         // stay wait without spinning.
-        let leaving = match self.serialise_leaving_state(state, &pending.plan) {
+        let migration = pending.migration;
+        let leaving = match self.serialise_leaving_state(state, &migration.plan) {
             Ok(leaving) => leaving,
             Err(failed) => {
                 if let Some(bridge) = bridge {
-                    protocol::dismiss_background_spawn(bridge, pending.plan.moves.len());
+                    protocol::dismiss_background_spawn(bridge, migration.plan.moves.len());
                 }
-                self.record_abandoned_pending(&pending, UNSERIALISED_OUTCOME, failed.to_string());
+                self.record_abandoned(UNSERIALISED_OUTCOME, failed.to_string(), &migration);
                 return Ok(());
             }
         };
-        let inter = protocol::join_background_spawn(&self.comm, bridge, pending.plan.moves.len())?;
+        let inter =
+            protocol::join_background_spawn(&self.comm, bridge, migration.plan.moves.len())?;
         crate::migrate::timeline::step("old: joined the new processes");
         let so_far = Held {
             phases: PhaseTimes {
@@ -314,10 +306,9 @@ impl Job {
                 ..PhaseTimes::default()
             },
             since: held,
-            scheduling: pending.scheduling,
             planned_iteration: Some(pending.planned_iteration),
         };
-        self.complete_migration(leaving, &pending.plan, &pending.change, inter, so_far)
+        self.complete_migration(leaving, &migration, inter, so_far)
     }
 
     /// True while the checkpoint a background migration starts from is written but not
@@ -349,7 +340,7 @@ impl Job {
     /// order the new processes are spawned: each new process makes a buffer of that
     /// size ready while it waits (`mine`: this rank's serialised state; the counters
     /// that go first in the message are small beside any real state). Collective.
-    fn state_sizes_in_spawn_order(&self, mine: u64, plan: &Plan) -> Vec<u64> {
+    fn state_sizes_in_spawn_order(&self, mine: u64, migration: &Migration) -> Vec<u64> {
         let root = self.comm.process_at_rank(0);
         if !self.is_root() {
             root.gather_into(&mine);
@@ -357,8 +348,7 @@ impl Job {
         }
         let mut sizes = vec![0u64; self.comm.size() as usize];
         root.gather_into_root(&mine, &mut sizes[..]);
-        spawn_order(plan, &self.settings.hosts)
-            .iter()
+        (migration.spawn_order(&self.settings.hosts).iter())
             .map(|m| sizes.get(m.rank).copied().unwrap_or(0))
             .collect()
     }
@@ -373,16 +363,9 @@ impl Job {
         };
         self.pacer.relax();
         if let Ok(Some(bridge)) = self.joined_helper(&mut pending) {
-            protocol::dismiss_background_spawn(bridge, pending.plan.moves.len());
+            protocol::dismiss_background_spawn(bridge, pending.migration.plan.moves.len());
         }
-        let PendingMigration {
-            plan,
-            scheduling,
-            change,
-            before,
-            ..
-        } = pending;
-        self.refuse_without_checkpoint(&e, &plan, scheduling, &change, before);
+        self.refuse_without_checkpoint(&e, pending.migration);
     }
 
     /// Rank 0 joins the helper thread and tells every rank whether the spawn worked:
@@ -408,17 +391,6 @@ impl Job {
         }
     }
 
-    /// [`Job::record_abandoned`] for the migration `pending` was for.
-    fn record_abandoned_pending(
-        &mut self,
-        pending: &PendingMigration,
-        outcome: &str,
-        detail: String,
-    ) {
-        let (plan, scheduling) = (&pending.plan, pending.scheduling);
-        self.record_abandoned(outcome, detail, plan, scheduling, &pending.change);
-    }
-
     /// At the end of the run, with a spawn still in the background: rank 0 waits for
     /// it and dismisses the new processes (they leave without joining); the record
     /// says so. Collective.
@@ -433,15 +405,10 @@ impl Job {
                 "the application ended while the replacement processes started; they were dismissed"
                     .into(),
             ),
-            ..Outcome::of_plan(
-                "called off",
-                &pending.change,
-                &pending.plan,
-                pending.scheduling,
-            )
+            ..pending.migration.outcome("called off")
         });
         if let Ok(Some(bridge)) = self.joined_helper(&mut pending) {
-            protocol::dismiss_background_spawn(bridge, pending.plan.moves.len());
+            protocol::dismiss_background_spawn(bridge, pending.migration.plan.moves.len());
         }
     }
 }

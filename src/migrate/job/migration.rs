@@ -1,5 +1,8 @@
-//! Carrying out a plan: spawn the replacement processes on their target hosts, hand
-//! over the state, rebuild the communicator; what a new process receives.
+//! A migration and its held steps: the [`Migration`] value every step takes; the
+//! spawn with the application held (where the spawn cannot run in the background);
+//! the hand-over common to both ways of spawning (serialise the leaving ranks' state,
+//! exchange it with the new processes, rebuild the communicator, record); a migration
+//! refused or abandoned before anyone moved; what a new process receives.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -17,7 +20,6 @@ use crate::planner::{Location, Move, Placement, Plan};
 
 use super::history::SpawnHistory;
 use super::outcome::Outcome;
-use super::reconfigure::ViewBefore;
 use super::{Job, MigrateError, leave_now};
 use crate::migrate::protocol::{self, OldRankOutcome};
 use crate::migrate::state_message::StateMessage;
@@ -61,14 +63,45 @@ pub(super) struct Assignment {
     pub(super) contention: crate::contention::ContentionWatch,
 }
 
+/// A migration decided at a reconfiguration point ([`Job::reconfiguration_point`]):
+/// what each of its steps takes, from the spawn to the record, whichever way it is
+/// carried out.
+pub(super) struct Migration {
+    /// The plan carried out (its moves not empty).
+    pub(super) plan: Plan,
+    /// The planning time, in seconds.
+    pub(super) scheduling: f64,
+    /// The change the plan answers, for the record.
+    pub(super) change: String,
+    /// What the job followed before, to go back to should the migration be refused.
+    pub(super) before: ViewBefore,
+}
+
+impl Migration {
+    /// The record of this migration, with `outcome`.
+    pub(super) fn outcome<'a>(&'a self, outcome: &'a str) -> Outcome<'a> {
+        Outcome::of_plan(outcome, &self.change, &self.plan, self.scheduling)
+    }
+
+    /// The moves in the order the new processes are started ([`spawn_order`]).
+    pub(super) fn spawn_order(&self, allocation: &[String]) -> Vec<&Move> {
+        spawn_order(&self.plan, allocation)
+    }
+}
+
+/// What the job followed before the change being carried out: the view and the hash
+/// of the file content it came from, to go back to should the change not be made.
+pub(super) struct ViewBefore {
+    pub(super) view: Option<Availability>,
+    pub(super) hash: u64,
+}
+
 /// What a migration measured before its held part ([`Job::complete_migration`]).
 pub(super) struct Held {
     /// The phases measured so far.
     pub(super) phases: PhaseTimes,
     /// When the ranks were stopped for the migration.
     pub(super) since: Instant,
-    /// The planning time.
-    pub(super) scheduling: f64,
     /// For a spawn run in the background: the iteration the migration was planned at.
     pub(super) planned_iteration: Option<u64>,
 }
@@ -169,72 +202,46 @@ impl Job {
         history
     }
 
-    /// Carries out `plan`: in the background when the MPI allows it
-    /// ([`Job::start_background_migration`]), else with the application held for the
-    /// spawn. Collective over the old communicator.
-    pub(super) fn migrate<T: Serialize>(
+    /// Carries `migration` out with every rank held for the spawn (where the spawn
+    /// cannot run in the background, [`Job::blocking_spawn_reason`]). Collective.
+    pub(super) fn migrate_blocking<T: Serialize>(
         &mut self,
         state: &T,
-        plan: &Plan,
-        scheduling: f64,
-        change: &str,
-        before: ViewBefore,
-    ) -> Result<(), MigrateError> {
-        if self.blocking_spawn_reason().is_none() {
-            return self.start_background_migration(state, plan, scheduling, change, before);
-        }
-        self.migrate_blocking(state, plan, scheduling, change, before)
-    }
-
-    /// Carries out `plan` with every rank held for the spawn. Collective.
-    fn migrate_blocking<T: Serialize>(
-        &mut self,
-        state: &T,
-        plan: &Plan,
-        scheduling: f64,
-        change: &str,
-        before: ViewBefore,
+        migration: Migration,
     ) -> Result<(), MigrateError> {
         let held = Instant::now();
+        let scheduling = migration.scheduling;
         self.ckpt.finalize()?;
-        let moves = spawn_order(plan, &self.settings.hosts);
         // First: the checkpoint handed over to the new processes must be this one. Its
         // time counts in the iteration's migration time and in the pause, not in the
         // recorded phases.
-        if let Err(e) = self.before_watched_spawn(state, moves.len()) {
+        if let Err(e) = self.before_watched_spawn(state, migration.plan.moves.len()) {
             // Every rank has the same outcome (a checkpoint's result is agreed).
             self.charge(scheduling, held.elapsed().as_secs_f64());
-            self.refuse_without_checkpoint(&e, plan, scheduling, change, before);
+            self.refuse_without_checkpoint(&e, migration);
             return Ok(());
         }
         // Serialised before the spawn: a leaving rank that cannot serialise calls the
         // migration off before any process is started.
-        let leaving = match self.serialise_leaving_state(state, plan) {
+        let leaving = match self.serialise_leaving_state(state, &migration.plan) {
             Ok(leaving) => leaving,
             Err(failed) => {
                 self.charge(scheduling, held.elapsed().as_secs_f64());
-                let detail = failed.to_string();
-                self.record_abandoned(UNSERIALISED_OUTCOME, detail, plan, scheduling, change);
+                self.record_abandoned(UNSERIALISED_OUTCOME, failed.to_string(), &migration);
                 return Ok(());
             }
         };
         let spawn_start = Instant::now();
         let program = spawn_program(&self.settings)?;
         let args: Vec<String> = std::env::args().skip(1).collect();
-        let groups = self.spawn_request(&moves);
+        let groups = self.spawn_request(&migration.spawn_order(&self.settings.hosts));
         let spawned = protocol::spawn(&self.comm, &program, &args, &groups);
         self.after_watched_spawn();
         let inter = match spawned {
             Ok(inter) => inter,
             Err(e) => {
                 self.charge(scheduling, held.elapsed().as_secs_f64());
-                self.record_abandoned(
-                    SPAWN_FAILED_OUTCOME,
-                    e.to_string(),
-                    plan,
-                    scheduling,
-                    change,
-                );
+                self.record_abandoned(SPAWN_FAILED_OUTCOME, e.to_string(), &migration);
                 return Ok(());
             }
         };
@@ -246,10 +253,9 @@ impl Job {
         let so_far = Held {
             phases,
             since: held,
-            scheduling,
             planned_iteration: None,
         };
-        self.complete_migration(leaving, plan, change, inter, so_far)
+        self.complete_migration(leaving, &migration, inter, so_far)
     }
 
     /// Each leaving rank's state message, made at the checkpoint call that holds the
@@ -309,16 +315,14 @@ impl Job {
         &mut self,
         outcome: &str,
         detail: String,
-        plan: &Plan,
-        scheduling: f64,
-        change: &str,
+        migration: &Migration,
     ) {
         if self.is_root() {
             log::warn!("migration abandoned, every rank stays: {detail}");
         }
         self.record(Outcome {
             detail: Some(detail),
-            ..Outcome::of_plan(outcome, change, plan, scheduling)
+            ..migration.outcome(outcome)
         });
     }
 
@@ -329,19 +333,18 @@ impl Job {
     pub(super) fn complete_migration(
         &mut self,
         leaving: LeavingState<'_>,
-        plan: &Plan,
-        change: &str,
+        migration: &Migration,
         inter: InterCommunicator,
         so_far: Held,
     ) -> Result<(), MigrateError> {
         let Held {
             mut phases,
             since: held,
-            scheduling,
             planned_iteration,
         } = so_far;
+        let plan = &migration.plan;
         let spawned_before = phases.spawn;
-        let moves = spawn_order(plan, &self.settings.hosts);
+        let moves = migration.spawn_order(&self.settings.hosts);
         let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
         let history = self.history_after(plan);
         let assignments = if self.is_root() {
@@ -376,7 +379,7 @@ impl Job {
             phases,
             state_bytes: largest_state,
             planned_iteration,
-            ..Outcome::of_plan("migrated", change, plan, scheduling)
+            ..migration.outcome("migrated")
         });
         if self.is_root() {
             if let Some(dir) = &self.settings.run_dir {
@@ -469,14 +472,7 @@ impl Job {
     /// The checkpoint a migration starts from could not be written (`e`, e.g. a full
     /// disk): no process moves, the job goes back to the view it followed, and the same
     /// edit is tried again after [`RETRY_AFTER_FAILED_CHECKPOINT`]. Every rank calls it.
-    pub(super) fn refuse_without_checkpoint(
-        &mut self,
-        e: &MigrateError,
-        plan: &Plan,
-        scheduling: f64,
-        change: &str,
-        before: ViewBefore,
-    ) {
+    pub(super) fn refuse_without_checkpoint(&mut self, e: &MigrateError, migration: Migration) {
         let message = format!(
             "the checkpoint a migration starts from could not be written ({e}): no rank moves, the job keeps its placement and tries again in {} s",
             RETRY_AFTER_FAILED_CHECKPOINT.as_secs()
@@ -486,8 +482,9 @@ impl Job {
         }
         self.record(Outcome {
             detail: Some(message),
-            ..Outcome::of_plan("checkpoint failed", change, plan, scheduling)
+            ..migration.outcome("checkpoint failed")
         });
+        let before = migration.before;
         self.view = before.view.clone();
         if let Some(w) = self.watcher.as_mut() {
             w.retry_later(before.view, before.hash, RETRY_AFTER_FAILED_CHECKPOINT);
@@ -561,7 +558,7 @@ pub(super) fn spawn_program(settings: &JobSettings) -> Result<String, MigrateErr
 /// `j` replaces the rank of the `j`-th move. (Inside a Slurm job hydra starts its
 /// proxies with `srun` in the allocation's order whatever the hostfile's: a launch in
 /// that order puts each process on its planned host.)
-pub(super) fn spawn_order<'p>(plan: &'p Plan, allocation: &[String]) -> Vec<&'p Move> {
+fn spawn_order<'p>(plan: &'p Plan, allocation: &[String]) -> Vec<&'p Move> {
     let mut hosts: Vec<&str> = allocation.iter().map(String::as_str).collect();
     for m in &plan.moves {
         if !hosts.contains(&m.to.node.as_str()) {

@@ -13,6 +13,7 @@ use crate::monitor::{self, Traffic, WatchOutcome, Window};
 use crate::planner::{Location, NodeTrees, Placement, Plan, PlanOptions, plan_on};
 use crate::topology::{LeafKind, TopologySpec, Tree};
 
+use super::migration::{Migration, ViewBefore};
 use super::outcome::Outcome;
 use super::{Job, MigrateError};
 
@@ -106,17 +107,37 @@ impl Job {
             view: self.view.replace(availability),
             hash: hash_before,
         };
-        if plan.moves.is_empty() {
-            self.placement = Some(plan.placement.clone());
+        let migration = Migration {
+            plan,
+            scheduling,
+            change,
+            before,
+        };
+        if migration.plan.moves.is_empty() {
+            self.placement = Some(migration.plan.placement.clone());
             // The nodes' places in the availability may have changed.
             self.bind();
-            self.record(Outcome::of_plan("no moves", &change, &plan, scheduling));
+            self.record(migration.outcome("no moves"));
             return Ok(());
         }
-        if let Some(why) = self.spawn_refused(&plan, &placement, generations.as_deref()) {
-            return self.relaunch(state, &plan, scheduling, &change, why);
+        if let Some(why) = self.spawn_refused(&migration.plan, &placement, generations.as_deref()) {
+            return self.relaunch(state, &migration, why);
         }
-        self.migrate(state, &plan, scheduling, &change, before)
+        self.carry_out(state, migration)
+    }
+
+    /// Carries `migration` out: its spawn in the background where the MPI allows it
+    /// ([`Job::start_background_migration`]), else with the application held for it
+    /// ([`Job::migrate_blocking`]). Collective over the old communicator.
+    fn carry_out<T: Serialize>(
+        &mut self,
+        state: &T,
+        migration: Migration,
+    ) -> Result<(), MigrateError> {
+        if self.blocking_spawn_reason().is_none() {
+            return self.start_background_migration(state, migration);
+        }
+        self.migrate_blocking(state, migration)
     }
 
     /// Why the implementation cannot carry `plan` out by spawning, if it cannot: a
@@ -168,9 +189,7 @@ impl Job {
     fn relaunch<T: Serialize>(
         &mut self,
         state: &T,
-        plan: &Plan,
-        scheduling: f64,
-        change: &str,
+        migration: &Migration,
         why: String,
     ) -> Result<(), MigrateError> {
         if self.is_root() {
@@ -179,7 +198,7 @@ impl Job {
         self.commit_checkpoint_now(state)?;
         self.record(Outcome {
             detail: Some(why.clone()),
-            ..Outcome::of_plan("relaunch", change, plan, scheduling)
+            ..migration.outcome("relaunch")
         });
         if let (true, Some(dir)) = (self.is_root(), &self.settings.run_dir) {
             crate::run_dir::record::request_relaunch(dir, &why);
@@ -310,11 +329,4 @@ impl PlanMessage {
             nodes: Default::default(),
         }
     }
-}
-
-/// What the job followed before the change being carried out: the view and the hash
-/// of the file content it came from, to go back to should the change not be made.
-pub(super) struct ViewBefore {
-    pub(super) view: Option<Availability>,
-    pub(super) hash: u64,
 }
