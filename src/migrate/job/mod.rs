@@ -1,5 +1,44 @@
 //! The runtime an application holds: its communicator, its checkpoints, and the
 //! reconfiguration points where ranks migrate.
+//!
+//! # A migration, phase by phase
+//!
+//! Each phase lives in one file. The plan makes a `Migration` value (`migration.rs`:
+//! the plan, its planning time, the change it answers, the view to go back to), which
+//! every later step takes.
+//!
+//! 1. **Check** — `reconfigure.rs` (`Job::reconfiguration_point`): at a
+//!    `checkpoint!` call the pacer (`pacing.rs`) makes due, rank 0 reads the
+//!    availability file and every rank receives what it saw, with the contention
+//!    watch's decision (`contention.rs`). Nothing changed: back to the application.
+//! 2. **Plan** — `reconfigure.rs`: the placement, the live matrix and (multi-host)
+//!    the hosts' trees (`host_trees.rs`) are gathered, rank 0 plans and every rank
+//!    receives the plan. A plan without moves is recorded; a plan the MPI cannot spawn
+//!    for (`Job::spawn_refused`) ends the job, to be launched again from a checkpoint
+//!    (`Job::relaunch`); any other is carried out one of two ways (`Job::carry_out`).
+//! 3. **Spawn** — in the background, where the MPI allows it: `background.rs`
+//!    (`Job::start_background_migration`: the checkpoint a relaunch would start
+//!    from, then rank 0's helper thread spawns the replacements, or asks `rankmig run`
+//!    to launch them, while the ranks compute). With the application held instead:
+//!    `migration.rs` (`Job::migrate_blocking`).
+//! 4. **Join** — `background.rs` (`Job::advance_background_migration`): at a later
+//!    check, once the spawn is complete, every rank is held, the helper thread is
+//!    joined, the leaving ranks serialise their state (`Job::serialise_leaving_state`,
+//!    in `migration.rs`), and the job joins the new processes. (With the application
+//!    held for the spawn, the leaving ranks serialise before it.)
+//! 5. **Hand-over** — `migration.rs` (`Job::complete_migration`): rank 0 sends each new
+//!    process its assignment, each leaving rank its state.
+//! 6. **Rebuild and record** — `migration.rs` (`Job::complete_migration`): the ranks
+//!    that stay take the new communicator and bind again, rank 0 records the migration
+//!    (`outcome.rs` writes the record), the leaving ranks exit (`leave_now`, this
+//!    file). A migration stopped before anyone moved (a checkpoint or a spawn that
+//!    failed, a state that could not be serialised) is recorded by the same file
+//!    (`Job::refuse_without_checkpoint`, `Job::record_abandoned`).
+//! 7. **Arrival** — this file (`Job::arrive`): a new process receives its assignment
+//!    and state and joins the job's new communicator; the application reads the state
+//!    with [`Job::restore_or`]. A process that `rankmig run` launched instead of a
+//!    spawn first makes its state buffer ready and connects (`background.rs`,
+//!    `join_launch`).
 
 use std::time::{Duration, Instant};
 
