@@ -141,7 +141,8 @@ impl Job {
         if !watched {
             self.start_background_spawn()?;
         }
-        self.charge(scheduling, started.elapsed().as_secs_f64());
+        self.iterations
+            .charge(scheduling, started.elapsed().as_secs_f64());
         Ok(())
     }
 

@@ -29,10 +29,8 @@ impl Job {
         let all = self
             .pacer
             .after_check_gathering(&self.comm, self.calls, mine);
-        if let Some(last) = self.pending_records.last_mut() {
-            last.wait_share = Some(mine.wait.share());
-            last.pressure_share = mine.pressure.map(|p| p.share());
-        }
+        self.iterations
+            .note_wait_share(mine.wait.share(), mine.pressure.map(|p| p.share()));
         if self.comm.rank() == 0 {
             self.contention.add_checks(&all);
         }

@@ -28,6 +28,55 @@ pub struct SpawnHistory {
     by_host: BTreeMap<String, BTreeSet<u32>>,
 }
 
+/// This process's place among the job's launches ("generations"): its own, how many
+/// there have been, and where each has run.
+#[derive(Debug, Clone)]
+pub(super) struct Lineage {
+    /// The launch this process belongs to: 0 = started by `mpirun`, k = spawned by the
+    /// k-th spawning migration.
+    pub(super) generation: u32,
+    /// Generations created so far (the next spawn is generation `generations`).
+    pub(super) generations: u32,
+    /// Where each generation has run (multi-host mode).
+    pub(super) history: SpawnHistory,
+}
+
+impl Lineage {
+    /// A process started by `mpirun`: generation 0, the only one so far.
+    pub(super) fn first() -> Self {
+        Self {
+            generation: 0,
+            generations: 1,
+            history: SpawnHistory::default(),
+        }
+    }
+
+    /// A process of generation `generation` (the latest), with the history handed over.
+    pub(super) fn arrived(generation: u32, history: SpawnHistory) -> Self {
+        Self {
+            generation,
+            generations: generation + 1,
+            history,
+        }
+    }
+
+    /// The history once the next generation runs on `hosts`.
+    pub(super) fn history_after<'a>(
+        &self,
+        hosts: impl IntoIterator<Item = &'a str>,
+    ) -> SpawnHistory {
+        let mut history = self.history.clone();
+        history.record_spawn(hosts, self.generations);
+        history
+    }
+
+    /// The next generation has been spawned; `history` says where it runs.
+    pub(super) fn spawned(&mut self, history: SpawnHistory) {
+        self.history = history;
+        self.generations += 1;
+    }
+}
+
 /// A host a spawn must avoid, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpawnHazard {

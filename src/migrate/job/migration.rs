@@ -192,16 +192,6 @@ impl CheckpointSettings {
 }
 
 impl Job {
-    /// The spawn history once `plan`'s processes (the next generation) run.
-    fn history_after(&self, plan: &Plan) -> SpawnHistory {
-        let mut history = self.history.clone();
-        history.record_spawn(
-            plan.moves.iter().map(|m| m.to.node.as_str()),
-            self.generations,
-        );
-        history
-    }
-
     /// Carries `migration` out with every rank held for the spawn (where the spawn
     /// cannot run in the background, [`Job::blocking_spawn_reason`]). Collective.
     pub(super) fn migrate_blocking<T: Serialize>(
@@ -217,7 +207,8 @@ impl Job {
         // recorded phases.
         if let Err(e) = self.before_watched_spawn(state, migration.plan.moves.len()) {
             // Every rank has the same outcome (a checkpoint's result is agreed).
-            self.charge(scheduling, held.elapsed().as_secs_f64());
+            self.iterations
+                .charge(scheduling, held.elapsed().as_secs_f64());
             self.refuse_without_checkpoint(&e, migration);
             return Ok(());
         }
@@ -226,7 +217,8 @@ impl Job {
         let leaving = match self.serialise_leaving_state(state, &migration.plan) {
             Ok(leaving) => leaving,
             Err(failed) => {
-                self.charge(scheduling, held.elapsed().as_secs_f64());
+                self.iterations
+                    .charge(scheduling, held.elapsed().as_secs_f64());
                 self.record_abandoned(UNSERIALISED_OUTCOME, failed.to_string(), &migration);
                 return Ok(());
             }
@@ -240,7 +232,8 @@ impl Job {
         let inter = match spawned {
             Ok(inter) => inter,
             Err(e) => {
-                self.charge(scheduling, held.elapsed().as_secs_f64());
+                self.iterations
+                    .charge(scheduling, held.elapsed().as_secs_f64());
                 self.record_abandoned(SPAWN_FAILED_OUTCOME, e.to_string(), &migration);
                 return Ok(());
             }
@@ -249,7 +242,7 @@ impl Job {
             spawn: spawn_start.elapsed().as_secs_f64(),
             ..PhaseTimes::default()
         };
-        self.charge(scheduling, 0.0);
+        self.iterations.charge(scheduling, 0.0);
         let so_far = Held {
             phases,
             since: held,
@@ -346,7 +339,7 @@ impl Job {
         let spawned_before = phases.spawn;
         let moves = migration.spawn_order(&self.settings.hosts);
         let leavers: Vec<usize> = moves.iter().map(|m| m.rank).collect();
-        let history = self.history_after(plan);
+        let history = (self.lineage).history_after(plan.moves.iter().map(|m| m.to.node.as_str()));
         let assignments = if self.is_root() {
             self.assignments(&moves, plan, &history)?
         } else {
@@ -369,12 +362,11 @@ impl Job {
         crate::migrate::timeline::step("old: exchange done");
         phases.spawn += spawned_before;
         phases.pause = held.elapsed().as_secs_f64();
-        self.charge(0.0, phases.pause);
+        self.iterations.charge(0.0, phases.pause);
         // The old rank 0 measured every phase: it records, whether it stays or leaves.
         self.reconfigurations += 1;
         self.placement = Some(plan.placement.clone());
-        self.history = history;
-        self.generations += 1;
+        self.lineage.spawned(history);
         self.record(Outcome {
             phases,
             state_bytes: largest_state,
@@ -533,7 +525,7 @@ impl Job {
                     reconfigurations: self.reconfigurations + 1,
                     changes: self.changes,
                     elapsed: self.started.elapsed().as_secs_f64(),
-                    generation: self.generations,
+                    generation: self.lineage.generations,
                     history: history.clone(),
                     comm_changes: self.comm_changes + 1,
                     contention: self.contention.clone(),

@@ -30,7 +30,7 @@
 //!    process its assignment, each leaving rank its state.
 //! 6. **Rebuild and record** — `migration.rs` (`Job::complete_migration`): the ranks
 //!    that stay take the new communicator and bind again, rank 0 records the migration
-//!    (`outcome.rs` writes the record), the leaving ranks exit (`leave_now`, this
+//!    (`outcome.rs` makes the record), the leaving ranks exit (`leave_now`, this
 //!    file). A migration stopped before anyone moved (a checkpoint or a spawn that
 //!    failed, a state that could not be serialised) is recorded by the same file
 //!    (`Job::refuse_without_checkpoint`, `Job::record_abandoned`).
@@ -65,21 +65,24 @@ mod contention;
 pub mod history;
 mod host_trees;
 mod iteration_mark;
+mod iterations;
 mod migration;
 mod outcome;
 pub mod pacing;
 mod reconfigure;
 
-use history::SpawnHistory;
+use history::Lineage;
 use iteration_mark::IterationMark;
+use iterations::Iterations;
 use migration::Assignment;
+use outcome::{Outcome, RecordedAt};
 use pacing::CheckPacer;
 
 use crate::migrate::MigrateError;
 use crate::migrate::protocol;
 use crate::migrate::state_buffer::{LargestRegion, StateBuffer};
 use crate::run_dir::launch_request;
-use crate::run_dir::record::{self, IterationRecord};
+use crate::run_dir::record;
 use crate::run_dir::settings::JobSettings;
 
 /// A rank of a job that may migrate.
@@ -126,22 +129,14 @@ pub struct Job {
     reconfigurations: u64,
     changes: u64,
     started: Instant,
-    last_end: Instant,
-    pending_records: Vec<IterationRecord>,
-    /// The launch this process belongs to: 0 = started by `mpirun`, k = spawned by the
-    /// k-th spawning migration.
-    generation: u32,
-    /// Generations created so far (the next spawn is generation `generations`).
-    generations: u32,
-    /// Where each generation has run (multi-host mode).
-    history: SpawnHistory,
+    /// The iteration records not yet written, and the iteration mark.
+    iterations: Iterations,
+    /// This process's launch, the launches so far and where each has run.
+    lineage: Lineage,
     /// True in a process spawned by a migration to replace a rank.
     replacement: bool,
     /// [`Job::finalize`] has run (else dropping the job notes its end).
     finished: bool,
-    /// Where this rank notes the iteration it is at, for `rankmig run` to read after a
-    /// failure (`None` without a run directory).
-    mark: Option<IterationMark>,
     /// How many times this process's job communicator has been replaced (a process
     /// that arrived by migration starts with the count of the migration that made it).
     comm_changes: u64,
@@ -239,14 +234,10 @@ impl Job {
             reconfigurations: earlier_migrations,
             changes: 0,
             started: Instant::now(),
-            last_end: Instant::now(),
-            pending_records: Vec::new(),
-            generation: 0,
-            generations: 1,
-            history: SpawnHistory::default(),
+            iterations: Iterations::new(iteration_mark(settings_run_dir.as_deref(), rank)),
+            lineage: Lineage::first(),
             replacement: false,
             finished: false,
-            mark: iteration_mark(settings_run_dir.as_deref(), rank),
             comm_changes: 0,
             comm_changed: false,
             live_bytes: None,
@@ -264,7 +255,11 @@ impl Job {
             (job.settings.availability.as_ref()).map_or("none".into(), |p| p.display().to_string())
         );
         job.start_watching();
-        job.warn_if_not_on_planned_host();
+        binding::warn_if_not_on_planned_host(
+            &job.settings,
+            &job.location,
+            job.comm.rank() as usize,
+        );
         job.bind();
         job.note_process("start");
         Ok(job)
@@ -366,14 +361,10 @@ impl Job {
             reconfigurations: a.reconfigurations,
             changes: a.changes,
             started: Instant::now() - Duration::from_secs_f64(a.elapsed.max(0.0)),
-            last_end: Instant::now(),
-            pending_records: Vec::new(),
-            generation: a.generation,
-            generations: a.generation + 1,
-            history: a.history,
+            iterations: Iterations::new(mark),
+            lineage: Lineage::arrived(a.generation, a.history),
             replacement: true,
             finished: false,
-            mark,
             comm_changes: a.comm_changes,
             comm_changed: false,
             live_bytes: None,
@@ -382,7 +373,11 @@ impl Job {
             contention: a.contention,
             _universe: None,
         };
-        job.warn_if_not_on_planned_host();
+        binding::warn_if_not_on_planned_host(
+            &job.settings,
+            &job.location,
+            job.comm.rank() as usize,
+        );
         job.bind();
         job.note_process("arrived");
         crate::migrate::timeline::step("new: ready");
@@ -497,21 +492,7 @@ impl Job {
     #[inline]
     pub fn tick(&mut self) -> bool {
         self.calls += 1;
-        let now = Instant::now();
-        if self.settings.run_dir.is_some() {
-            self.pending_records.push(IterationRecord {
-                iteration: self.calls,
-                compute: (now - self.last_end).as_secs_f64(),
-                scheduling: 0.0,
-                migration: 0.0,
-                wait_share: None,
-                pressure_share: None,
-            });
-        }
-        self.last_end = now;
-        if let Some(mark) = &self.mark {
-            mark.set(self.calls);
-        }
+        (self.iterations).tick(self.calls, self.settings.run_dir.is_some());
         self.ckpt_due = self.ckpt.tick();
         self.ckpt_due || (self.settings.migrates() && self.pacer.due(self.calls))
     }
@@ -532,7 +513,7 @@ impl Job {
             self.reconfiguration_point(state)?;
             self.flush_records();
         }
-        self.last_end = Instant::now();
+        self.iterations.back_to_application();
         Ok(std::mem::take(&mut self.comm_changed))
     }
 
@@ -572,21 +553,22 @@ impl Job {
         launcher(self.settings.mpi.unwrap_or_default())
     }
 
+    /// Binds this process to the core of its planned location ([`binding::bind`]), by
+    /// the availability the job follows now.
+    fn bind(&self) {
+        let (rank, ranks) = (self.comm.rank() as usize, self.comm.size() as usize);
+        let (placement, view) = (self.placement.as_ref(), self.view.as_ref());
+        binding::bind(&self.settings, &self.location, placement, view, rank, ranks);
+    }
+
     fn is_root(&self) -> bool {
         self.comm.rank() == 0
     }
 
+    /// Writes the iteration records kept since the last check.
     fn flush_records(&mut self) {
-        if let Some(dir) = &self.settings.run_dir {
-            let rank = self.comm.rank() as usize;
-            if let Err(e) = record::append_iterations(dir, rank, &self.pending_records) {
-                log::warn!(
-                    "rank {rank}: cannot record iterations in {}: {e}",
-                    dir.display()
-                );
-            }
-        }
-        self.pending_records.clear();
+        let rank = self.comm.rank() as usize;
+        (self.iterations).flush(self.settings.run_dir.as_deref(), rank);
     }
 
     /// Appends this process's `event` to `processes.csv` ([`record::ProcessRow`]; cpus =
@@ -613,11 +595,26 @@ impl Job {
         }
     }
 
-    /// Adds the time of a phase to the current iteration's record.
-    fn charge(&mut self, scheduling: f64, migration: f64) {
-        if let Some(last) = self.pending_records.last_mut() {
-            last.scheduling += scheduling;
-            last.migration += migration;
+    /// Rank 0 appends what happened at a reconfiguration point to the run directory.
+    fn record(&self, o: Outcome<'_>) {
+        if !self.is_root() {
+            return;
+        }
+        let Some(dir) = &self.settings.run_dir else {
+            return;
+        };
+        let r = o.reconfiguration(RecordedAt {
+            index: self.changes,
+            iteration: self.calls,
+            at_seconds: self.started.elapsed().as_secs_f64(),
+            nodes: self.view.as_ref().map_or(0, |v| v.nodes().len()),
+            live_bytes: self.live_bytes,
+        });
+        if let Err(e) = record::append_reconfiguration(dir, &r) {
+            log::warn!(
+                "cannot record the reconfiguration in {}: {e}",
+                dir.display()
+            );
         }
     }
 

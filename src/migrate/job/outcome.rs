@@ -5,32 +5,40 @@ use std::time::Instant;
 
 use crate::planner::Plan;
 
-use super::Job;
-use crate::run_dir::record::{self, MovedRank, PhaseTimes, Reconfiguration};
+use crate::run_dir::record::{MovedRank, PhaseTimes, Reconfiguration};
 
-impl Job {
-    /// Rank 0 appends what happened at a reconfiguration point to the run directory.
-    pub(super) fn record(&self, o: Outcome<'_>) {
-        if !self.is_root() {
-            return;
-        }
-        let Some(dir) = &self.settings.run_dir else {
-            return;
-        };
-        let r = Reconfiguration {
-            index: self.changes,
-            iteration: self.calls,
+/// Where the job stands when rank 0 records an [`Outcome`].
+pub(super) struct RecordedAt {
+    /// The reconfiguration point's index (the changes seen so far).
+    pub(super) index: u64,
+    /// The `checkpoint!` call the job is at.
+    pub(super) iteration: u64,
+    /// Seconds since the job started.
+    pub(super) at_seconds: f64,
+    /// The nodes of the availability the job follows.
+    pub(super) nodes: usize,
+    /// Bytes of the live matrix the plan was made from, if it was.
+    pub(super) live_bytes: Option<f64>,
+}
+
+impl Outcome<'_> {
+    /// The record of this outcome, made `at`.
+    pub(super) fn reconfiguration(self, at: RecordedAt) -> Reconfiguration {
+        let o = self;
+        Reconfiguration {
+            index: at.index,
+            iteration: at.iteration,
             planned_iteration: o.planned_iteration,
-            at_seconds: self.started.elapsed().as_secs_f64(),
+            at_seconds: at.at_seconds,
             change: o.change,
-            nodes: self.view.as_ref().map_or(0, |v| v.nodes().len()),
+            nodes: at.nodes,
             outcome: o.outcome.to_owned(),
             detail: o.detail,
             moves: o.plan.map_or(0, |p| p.moves.len()),
             minimum_moves: o.plan.map_or(0, |p| p.minimum_moves),
             hop_bytes_before: o.plan.map_or(0.0, |p| p.hop_bytes_before),
             hop_bytes_after: o.plan.map_or(0.0, |p| p.hop_bytes_after),
-            live_bytes: o.plan.and(self.live_bytes),
+            live_bytes: o.plan.and(at.live_bytes),
             scheduling: o.scheduling,
             phases: o.phases,
             state_bytes: o.state_bytes,
@@ -44,12 +52,6 @@ impl Job {
                     .collect(),
                 _ => Vec::new(),
             },
-        };
-        if let Err(e) = record::append_reconfiguration(dir, &r) {
-            log::warn!(
-                "cannot record the reconfiguration in {}: {e}",
-                dir.display()
-            );
         }
     }
 }

@@ -61,7 +61,7 @@ impl Job {
                 Some(view) => view.clone(),
                 None => {
                     self.write_matrix_if(matrix_due);
-                    self.charge(t0.elapsed().as_secs_f64(), 0.0);
+                    self.iterations.charge(t0.elapsed().as_secs_f64(), 0.0);
                     return Ok(());
                 }
             },
@@ -156,7 +156,10 @@ impl Job {
         let title = self.launcher().implementation().title();
         if let (false, Some(generations)) = (capabilities.spawn_onto_left_host, generations) {
             let targets = plan.moves.iter().map(|m| m.to.node.as_str());
-            let hazards = self.history.hazards(placement, generations, targets);
+            let hazards = self
+                .lineage
+                .history
+                .hazards(placement, generations, targets);
             if let Some(hazard) = hazards.first() {
                 return Some(format!("{title} {hazard}"));
             }
@@ -177,8 +180,9 @@ impl Job {
             return None;
         }
         let mut all = vec![0u32; self.comm.size() as usize];
-        self.comm.all_gather_into(&self.generation, &mut all[..]);
-        self.history.record(placement, &all);
+        self.comm
+            .all_gather_into(&self.lineage.generation, &mut all[..]);
+        self.lineage.history.record(placement, &all);
         Some(all)
     }
 
