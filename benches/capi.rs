@@ -91,13 +91,15 @@ fn availability_check(
     let mut reader = WaitReader::start().expect("this kernel gives schedstat");
     // Rank 0 is its node's lowest rank: it also reads the node's CPU pressure.
     let mut pressure = PressureReader::open();
+    // This rank's sample of a check: its own waits and its node's CPU pressure.
+    let mut sample = || CheckSample {
+        wait: reader.sample(),
+        pressure: pressure.as_mut().and_then(|p| p.sample().ok().flatten()),
+    };
     group.bench_function("contention watch on", |b| {
         b.iter(|| {
             calls += 10;
-            let mine = CheckSample {
-                wait: reader.sample(),
-                pressure: pressure.as_mut().and_then(|p| p.sample().ok().flatten()),
-            };
+            let mine = sample();
             let all = pacer.after_check_gathering(world, calls, mine);
             black_box((all, watcher.check_carrying::<_, String>(world, None)))
         })
@@ -108,10 +110,7 @@ fn availability_check(
     group.bench_function("contention watch on, matrix note", |b| {
         b.iter(|| {
             calls += 10;
-            let mine = CheckSample {
-                wait: reader.sample(),
-                pressure: pressure.as_mut().and_then(|p| p.sample().ok().flatten()),
-            };
+            let mine = sample();
             let all = pacer.after_check_gathering(world, calls, mine);
             let note = Some((None::<String>, false));
             black_box((all, watcher.check_carrying(world, note)))
