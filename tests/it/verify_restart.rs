@@ -19,7 +19,8 @@ fn program() -> &'static Path {
 }
 
 /// The script on the program: 4 ranks, a save every 100 calls of 250 (epochs at calls
-/// 100 and 200), with `args` after the program's `--iters`.
+/// 100 and 200), with `args` after the program's `--iters`, launched as
+/// [`launch_like_rankmig`] says.
 fn verify(args: &[&str]) -> Output {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/verify_restart.sh");
     let mut cmd = Command::new("bash");
@@ -28,17 +29,36 @@ fn verify(args: &[&str]) -> Output {
         .arg(program())
         .args(["--iters", "250"])
         .args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("RANKMIG_") {
-            cmd.env_remove(k);
+    launch_like_rankmig(&mut cmd, program());
+    cmd.output().expect("bash runs the script")
+}
+
+/// Gives the script (`MPIRUN`, `MPIRUN_ARGS` and the variables) the launch rankmig's
+/// launcher of the MPI under test makes for a plain job of 4 ranks on this host, less
+/// its rank count, which the script gives: no MPI's own option is written here, and no
+/// `RANKMIG_*` variable of the caller reaches the runs.
+fn launch_like_rankmig(cmd: &mut Command, program: &Path) {
+    let plain = support::plain_launch_with(4, program, &[], &[]);
+    let mut options = Vec::new();
+    let mut args = plain.get_args().map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = args.next() {
+        if Path::new(&arg) == program {
+            break;
         }
+        if arg == "-n" || arg == "-np" {
+            args.next();
+            continue;
+        }
+        options.push(arg);
     }
-    cmd.env("MPIRUN", "mpirun")
-        .env("MPIRUN_ARGS", "--oversubscribe")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .expect("bash runs the script")
+    cmd.env("MPIRUN", plain.get_program())
+        .env("MPIRUN_ARGS", options.join(" "));
+    for (name, value) in plain.get_envs() {
+        match value {
+            Some(value) => cmd.env(name, value),
+            None => cmd.env_remove(name),
+        };
+    }
 }
 
 #[test]
