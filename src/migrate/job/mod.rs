@@ -529,8 +529,15 @@ impl Job {
         let _rankmig_traffic_is_not_counted = Paused::new();
         self.call_off_background_migration();
         if self.settings.run_dir.is_some() || monitor::export::matrix_out().is_some() {
-            let matrix = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
-            self.export_matrix(&matrix);
+            // Only rank 0 writes it: one row per rank to rank 0, not an all-gather.
+            let gathered = monitor::gather::gather_matrix_at_root(
+                &self.comm,
+                Window::SinceStart,
+                Traffic::All,
+            );
+            if let Some(matrix) = gathered {
+                self.export_matrix(&matrix);
+            }
         }
         self.ckpt.finalize()?;
         self.flush_records();
