@@ -272,35 +272,64 @@ impl WaitSample {
 /// `/proc/thread-self/schedstat` open (of the thread that started it, which must be
 /// the one that samples) and reads it again from its start: a check with the watch
 /// took 19 µs (median) opening the file each time, 12 µs so (`benches/capi.rs`).
+///
+/// Every rank of a job with the watch on has one, even where the kernel gives no
+/// run-queue delay: such a reader samples "no value" (zero wall time), which the rank
+/// hands over in the check's one all-gather like the others. Ranks whose kernels
+/// differ thus still make the same collective at every check (a rank without a
+/// reader would make the broadcast of the stride instead, and the job would hang),
+/// and rank 0 leaves the nodes nobody measured out of its comparison
+/// ([`node_waits`]).
 #[derive(Debug)]
 pub struct WaitReader {
-    file: std::fs::File,
+    /// `None` where the file could not be opened and read at the start.
+    file: Option<std::fs::File>,
     last_wait: u64,
     last_time: std::time::Instant,
 }
 
 impl WaitReader {
-    /// Starts reading now; `None` where the kernel gives no run-queue delay.
-    pub fn start() -> Option<Self> {
-        let file = std::fs::File::open("/proc/thread-self/schedstat").ok()?;
+    /// Starts reading now; a reader that samples nothing where the kernel gives no
+    /// run-queue delay (said once, in a warning).
+    pub fn start() -> Self {
+        let reader = Self::open(std::path::Path::new("/proc/thread-self/schedstat"));
+        if !reader.reads() {
+            log::warn!(
+                "contention watch: /proc/thread-self/schedstat cannot be read here: this rank's waits for a CPU are not measured"
+            );
+        }
+        reader
+    }
+
+    /// Starts reading the `schedstat` file at `path`.
+    fn open(path: &std::path::Path) -> Self {
         let mut reader = Self {
-            file,
+            file: std::fs::File::open(path).ok(),
             last_wait: 0,
             last_time: std::time::Instant::now(),
         };
-        reader.last_wait = reader.read()?;
-        Some(reader)
+        match reader.read() {
+            Some(wait) => reader.last_wait = wait,
+            None => reader.file = None,
+        }
+        reader
+    }
+
+    /// True when this reader measures the waits (the kernel gives them).
+    pub fn reads(&self) -> bool {
+        self.file.is_some()
     }
 
     /// The waits so far, read again from the start of the open file.
     fn read(&mut self) -> Option<u64> {
         use std::os::unix::fs::FileExt;
         let mut buf = [0u8; 96];
-        let n = self.file.read_at(&mut buf, 0).ok()?;
+        let n = self.file.as_ref()?.read_at(&mut buf, 0).ok()?;
         parse_schedstat(std::str::from_utf8(buf.get(..n)?).ok()?)
     }
 
-    /// The waits since the previous reading (zero where the file cannot be read now).
+    /// The waits since the previous reading; "no value" (zero wall time) where the
+    /// file cannot be read now or was not at the start.
     pub fn sample(&mut self) -> WaitSample {
         let now = std::time::Instant::now();
         let wall = now - self.last_time;
@@ -484,6 +513,10 @@ impl ContentionWatch {
         let pressure = std::mem::take(&mut self.pressure);
         let waits = node_waits(&std::mem::take(&mut self.pending), &pressure, rank_nodes);
         self.window_start = now;
+        if waits.is_empty() {
+            // No rank could measure its waits.
+            return Verdict::Quiet;
+        }
         let cores = |node: &str| offers.iter().find(|o| o.0 == node).map_or(0, |o| o.1);
         let least = waits.iter().map(|w| w.share).fold(1.0f64, f64::min);
         let excess = |w: &NodeWaits| (w.share - least) / (1.0 - least).max(1e-6);
@@ -568,7 +601,9 @@ impl ContentionWatch {
 
 /// Each node's waits (nodes in the order of their first rank), and the CPU pressure
 /// its ranks read (`pressure` per rank, zero wall time where a rank read none; may be
-/// empty).
+/// empty). A node none of whose ranks measured its waits (zero wall time: a kernel
+/// without `schedstat`, [`WaitReader`]) is left out: neither the least-waiting node
+/// nor a contended one.
 pub fn node_waits(
     samples: &[WaitSample],
     pressure: &[WaitSample],
@@ -588,6 +623,7 @@ pub fn node_waits(
         }
     }
     sums.into_iter()
+        .filter(|(_, _, s, _)| s.wall_ns > 0)
         .map(|(node, ranks, s, p)| NodeWaits {
             node,
             ranks,
@@ -653,7 +689,8 @@ mod tests {
 
     #[test]
     fn a_reader_of_the_open_file_sees_time_pass() {
-        let mut reader = WaitReader::start().expect("this kernel gives schedstat");
+        let mut reader = WaitReader::start();
+        assert!(reader.reads(), "this kernel gives schedstat");
         let start = std::time::Instant::now();
         while start.elapsed() < Duration::from_millis(20) {
             std::hint::black_box(0u64);
@@ -663,6 +700,42 @@ mod tests {
         assert!(s.wait_ns <= s.wall_ns, "{s:?}");
         // The open file reads again from its start, at every sample.
         assert!(reader.read().is_some_and(|w| w >= reader.last_wait));
+    }
+
+    #[test]
+    fn a_rank_that_cannot_read_its_waits_hands_over_no_value_and_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut missing = WaitReader::open(&dir.path().join("schedstat"));
+        assert!(!missing.reads());
+        assert_eq!(missing.sample(), WaitSample::default());
+        let unreadable = dir.path().join("garbled");
+        std::fs::write(&unreadable, "not a schedstat line\n").unwrap();
+        assert!(!WaitReader::open(&unreadable).reads());
+        // Ranks 0 and 1 wait alike; rank 2's kernel gives no schedstat. Taken for an
+        // idle node, n3 would make n2 look contended (excess 0.55) and move rank 1.
+        let three = [("n1", 1), ("n2", 1), ("n3", 1), ("n4", 1)].map(|(n, c)| (n.to_owned(), c));
+        let mut w = ContentionWatch::starting(0.0);
+        for _ in 0..10 {
+            w.add_checks(
+                &[sample(0.5), sample(0.55), WaitSample::default()].map(|wait| CheckSample {
+                    wait,
+                    pressure: None,
+                }),
+            );
+        }
+        let nodes = ["n1", "n2", "n3"];
+        let waits = node_waits(&w.pending, &[], &nodes);
+        assert_eq!(
+            waits.iter().map(|n| n.node.as_str()).collect::<Vec<_>>(),
+            ["n1", "n2"]
+        );
+        let v = w.decide(10.0, &act(), &nodes, &three);
+        assert!(matches!(v, Verdict::AllContended { .. }), "{v:?}");
+        // Nobody measured: nothing to say.
+        for _ in 0..10 {
+            w.add(&[WaitSample::default(); 3]);
+        }
+        assert_eq!(w.decide(20.0, &act(), &nodes, &three), Verdict::Quiet);
     }
 
     #[test]

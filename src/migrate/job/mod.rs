@@ -214,7 +214,7 @@ impl Job {
         let settings_run_dir = settings.run_dir.clone();
         let mut job = Self {
             pacer: CheckPacer::starting_at(settings.check_spacing, 0),
-            waits: settings.contention.on().then(WaitReader::start).flatten(),
+            waits: settings.contention.on().then(WaitReader::start),
             pressure: settings
                 .contention
                 .on()
@@ -341,9 +341,7 @@ impl Job {
         let mark = iteration_mark(a.settings.run_dir.as_deref(), a.rank);
         let job = Self {
             pacer: CheckPacer::resume(a.settings.check_spacing, a.next_check, a.check_stride),
-            waits: (a.settings.contention.on())
-                .then(WaitReader::start)
-                .flatten(),
+            waits: (a.settings.contention.on()).then(WaitReader::start),
             pressure: (a.settings.contention.on())
                 .then(PressureReader::open)
                 .flatten(),
