@@ -31,6 +31,15 @@ pub const ENV_MATRIX: &str = "RANKMIG_MATRIX";
 /// are host names and replacement processes are spawned on their target host. Unset:
 /// the nodes are logical nodes of one host.
 pub const ENV_HOSTS: &str = "RANKMIG_HOSTS";
+/// Set to `1` where the hosts of the job are emulated on one machine and share its
+/// CPUs: by `rankmig run --emulated-cluster` in its own environment, which its
+/// launcher, the daemons its agent starts and so every rank inherit (and the ranks get
+/// it among the caller's `RANKMIG_*` variables); set it yourself before `rankmig run`
+/// for other hosts of one machine (Slurm's nodes of one machine,
+/// `scripts/emulated_slurm.sh`). A rank then binds to a real CPU offset by its host's
+/// place in the availability, as on logical nodes, instead of its host's core (see
+/// `docs/running.md`).
+pub const ENV_EMULATED_HOSTS: &str = "RANKMIG_EMULATED_HOSTS";
 /// Hosts found lost (their daemon died), comma separated: the job treats them as
 /// offering no core whatever the availability file says.
 pub const ENV_LOST_HOSTS: &str = "RANKMIG_LOST_HOSTS";

@@ -3,11 +3,14 @@
 //!
 //! The binary sets them in its own environment before anything is launched, since the
 //! launcher, the probes ([`super::probe`]) and the launches of replacements read them
-//! from there.
+//! from there; among them `RANKMIG_EMULATED_HOSTS=1`, which the launcher's daemons and
+//! so the ranks inherit, and by which each rank binds to a CPU of its own host's share
+//! of the machine.
 
 use std::path::{Path, PathBuf};
 
 use super::launch::RunSpec;
+use crate::run_dir::settings::ENV_EMULATED_HOSTS;
 
 /// Why `rankmig run --emulated-cluster` cannot emulate the cluster.
 #[derive(Debug, thiserror::Error)]
@@ -48,7 +51,9 @@ pub fn launcher_environment(spec: &RunSpec) -> Result<Vec<(String, String)>, Emu
 }
 
 /// Writes the agent script `RUN_DIR/emulated-host`, which runs `rankmig emulated-host`
-/// of the executable `rankmig`, and gives the launcher's variables that name it.
+/// of the executable `rankmig`, and gives the launcher's variables that name it, with
+/// [`ENV_EMULATED_HOSTS`]: the ranks' hosts share this machine's CPUs, and each binds
+/// to a real CPU offset by its host's place in the availability.
 pub fn agent_environment(
     spec: &RunSpec,
     rankmig: &Path,
@@ -59,7 +64,9 @@ pub fn agent_environment(
             source,
         }
     })?;
-    Ok(crate::emulated_cluster::settings(spec.launcher(), &agent))
+    let mut vars = crate::emulated_cluster::settings(spec.launcher(), &agent);
+    vars.push((ENV_EMULATED_HOSTS.to_owned(), "1".to_owned()));
+    Ok(vars)
 }
 
 #[cfg(test)]
@@ -95,6 +102,12 @@ mod tests {
         );
         let named = agent.display().to_string();
         assert!(vars.iter().any(|(_, v)| *v == named), "{vars:?}");
+        // The ranks are told that their hosts share this machine's CPUs.
+        assert!(
+            vars.iter()
+                .any(|(k, v)| k == ENV_EMULATED_HOSTS && v == "1"),
+            "{vars:?}"
+        );
     }
 
     #[test]

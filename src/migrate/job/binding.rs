@@ -8,7 +8,7 @@ use crate::launcher::launcher;
 use crate::monitor;
 use crate::planner::{Location, Placement};
 use crate::run_dir::record;
-use crate::run_dir::settings::JobSettings;
+use crate::run_dir::settings::{ENV_EMULATED_HOSTS, JobSettings};
 
 /// In multi-host mode, warns when rank `rank`'s process does not run on the host its
 /// `location` names: the launcher mapped it elsewhere (as a launcher under Slurm did
@@ -42,15 +42,24 @@ pub(super) fn warn_if_not_on_planned_host(
 /// Binds rank `rank`'s process (of `ranks`) to the real core of its planned
 /// `location` (best effort: a failure is reported and the rank runs unbound).
 ///
-/// In multi-host mode the planned core is a core of this host's tree; on logical
-/// nodes of one host, logical core `core` of the node numbered `node_index` is real
-/// core `(node_index × cores_per_node + core) mod real cores`, `node_index` being
-/// the node's place in the availability the job follows now (`view`). That place
-/// changes with the availability (n2 is the second node of `n1 n2`, the first of
-/// `n2 n3`), so every rank binds again once a change is carried out: an arrival binds
-/// by the new availability, and a rank that stayed bound by the old one would share
-/// its core (with 2 ranks on 2 cores, each iteration then took a scheduler tick, 4 ms,
-/// instead of 6 µs).
+/// Logical core `core` of the node numbered `node_index` is real core
+/// `(node_index × cores_per_node + core) mod real cores`:
+/// - on logical nodes of one host, `node_index` is the node's place in the
+///   availability the job follows now (`view`) and `cores_per_node` the largest logical
+///   node's cores ([`JobSettings::cores_per_node`]);
+/// - on hosts emulated on one machine ([`on_emulated_host`]: UTS
+///   namespaces of `rankmig run --emulated-cluster`), the same with the host's place in
+///   `view` and the cores of the view's largest offer ([`emulated_host_slot`]): every
+///   host's tree is the machine's, and with `node_index` 0 the ranks of h1 and h2 both
+///   bound to core 0, one real CPU;
+/// - on real hosts `node_index` is 0: the planned core is a core of this host's own
+///   tree.
+///
+/// A node's place changes with the availability (n2 is the second node of `n1 n2`, the
+/// first of `n2 n3`), so every rank binds again once a change is carried out: an
+/// arrival binds by the new availability, and a rank that stayed bound by the old one
+/// would share its core (with 2 ranks on 2 cores, each iteration then took a scheduler
+/// tick, 4 ms, instead of 6 µs).
 ///
 /// Not when more ranks share the machine than it has CPUs (in multi-host mode the
 /// ranks planned on this host, or the machine's processes running this program if
@@ -71,7 +80,7 @@ pub(super) fn bind(
         return;
     }
     let cpus = usable_cpus();
-    let (sharing, node_index) = if settings.multi_host() {
+    let (sharing, node_index, cores) = if settings.multi_host() {
         let here = placement.map_or(1, |p| {
             p.locations()
                 .iter()
@@ -80,7 +89,13 @@ pub(super) fn bind(
         });
         // Hosts emulated on one machine (UTS namespaces, or Slurm's nodes of one
         // machine) each plan only their own ranks, but share its CPUs.
-        (here.max(processes_of_this_program()), 0)
+        let sharing = here.max(processes_of_this_program());
+        if on_emulated_host() {
+            let (index, cores) = emulated_host_slot(view, &location.node);
+            (sharing, index, cores)
+        } else {
+            (sharing, 0, settings.cores_per_node)
+        }
     } else {
         let Some(view) = view else { return };
         let index = view
@@ -88,15 +103,38 @@ pub(super) fn bind(
             .iter()
             .position(|n| n.name == location.node)
             .unwrap_or(0);
-        (ranks, index)
+        (ranks, index, settings.cores_per_node)
     };
     if sharing > cpus {
         return;
     }
-    let cores = settings.cores_per_node.max(1);
-    if let Err(e) = monitor::location::bind_logical_core(node_index, location.core, cores) {
+    if let Err(e) = monitor::location::bind_logical_core(node_index, location.core, cores.max(1)) {
         log::warn!("rank {rank}: {e}");
     }
+}
+
+/// True when this process runs on a host emulated on one machine
+/// ([`ENV_EMULATED_HOSTS`] is `1`, as `rankmig run --emulated-cluster` sets it).
+fn on_emulated_host() -> bool {
+    std::env::var(ENV_EMULATED_HOSTS).is_ok_and(|v| v.trim() == "1")
+}
+
+/// Where a rank on `host`, a host emulated on one machine, binds: the host's place in
+/// the availability the job follows (`view`; 0 when it is not there) and the cores per
+/// host, those of the view's largest offer (at least 1). Every rank follows the same
+/// view, so ranks of different hosts take different real CPUs as long as the machine
+/// has enough. The cores of the host's tree would not do: that tree is the machine's,
+/// so on a machine of C cores the host's offset (index × C) is a multiple of C and
+/// every host's core 0 would be real core 0 again.
+fn emulated_host_slot(view: Option<&Availability>, host: &str) -> (usize, usize) {
+    let Some(view) = view else { return (0, 1) };
+    let nodes = view.nodes();
+    let index = nodes
+        .iter()
+        .position(|n| same_host(&n.name, host))
+        .unwrap_or(0);
+    let cores = nodes.iter().map(|n| n.cores).max().unwrap_or(1);
+    (index, cores.max(1))
 }
 
 /// The processes of this machine that run this process's program, this one included
@@ -141,6 +179,50 @@ fn same_host(a: &str, b: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::availability::{Availability, AvailabilityFormat};
+    use crate::monitor::location::real_core;
+
+    fn view(text: &str) -> Availability {
+        Availability::parse(text, "av", AvailabilityFormat::Native).unwrap()
+    }
+
+    /// The real CPU of core `core` of `host`, emulated on a machine of `cpus` CPUs.
+    fn emulated_cpu(view: &Availability, host: &str, core: usize, cpus: usize) -> usize {
+        let (index, cores) = super::emulated_host_slot(Some(view), host);
+        real_core(index, core, cores, cpus)
+    }
+
+    #[test]
+    fn hosts_emulated_on_one_machine_take_their_place_in_the_availability() {
+        // One core each, 2 CPUs: h1 and h2 on distinct CPUs, h3 back on h1's.
+        let one_each = view("h1 1\nh2 1\nh3 1\n");
+        let cpus: Vec<usize> = ["h1", "h2", "h3"]
+            .iter()
+            .map(|h| emulated_cpu(&one_each, h, 0, 2))
+            .collect();
+        assert_eq!(cpus, [0, 1, 0]);
+        // Two cores each on 4 CPUs: every (host, core) its own CPU; the stride is the
+        // largest offer (h2's 2 cores), not the machine's.
+        let two_each = view("h1 1\nh2 2\n");
+        assert_eq!(super::emulated_host_slot(Some(&two_each), "h2"), (1, 2));
+        let cpus: Vec<usize> = [("h1", 0), ("h2", 0), ("h2", 1)]
+            .iter()
+            .map(|(h, c)| emulated_cpu(&two_each, h, *c, 4))
+            .collect();
+        assert_eq!(cpus, [0, 2, 3]);
+        // The place follows the availability: h3 is first once h1 and h2 are gone.
+        assert_eq!(emulated_cpu(&view("h3 1\nh4 1\n"), "h3", 0, 2), 0);
+        assert_eq!(emulated_cpu(&view("h3 1\nh4 1\n"), "h4", 0, 2), 1);
+        // A host name given with its domain is the same host; one not offered, or no
+        // view yet, binds as host 0.
+        assert_eq!(
+            super::emulated_host_slot(Some(&one_each), "h2.cluster").0,
+            1
+        );
+        assert_eq!(super::emulated_host_slot(Some(&one_each), "h9"), (0, 1));
+        assert_eq!(super::emulated_host_slot(None, "h2"), (0, 1));
+    }
+
     #[test]
     fn processes_of_a_program_are_counted_while_they_run() {
         // A copy of `sleep` of our own, so that no other process runs it.
