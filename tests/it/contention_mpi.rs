@@ -3,16 +3,19 @@
 //! 2 ranks, one `MPI_Allreduce` per iteration): nothing moves while the job runs alone,
 //! CPU hogs pinned to one rank's CPU move that rank off its node live with a record
 //! that says why, hogs that stop then bring no rank back before the cool-down, and the
-//! result is a plain run's; hogs on every CPU move nothing.
+//! result is a plain run's; hogs on every CPU move nothing. The same move on the
+//! emulated cluster (here, not in `cluster_mpi`, so that only the Open MPI 4.1.8 step of
+//! `scripts/test.sh` runs it).
 #![cfg(feature = "mpi")]
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::support;
+use crate::support::boost::{boost, boosted};
 use crate::support::job::{Job, set_availability};
 use crate::support::{mpi_lock, rankmig, wait_until};
 
@@ -68,23 +71,6 @@ impl Drop for Hogs {
             let _ = hog.wait();
         }
     }
-}
-
-/// A command run in a session of its own whose autogroup has nice −19 (as root; else
-/// nice 0): with the kernel's autogroups every session shares the CPUs fairly with the
-/// others whatever its tasks' count, so on a machine where other sessions build, the
-/// job and the hogs of a test (each so boosted) meet as on a quiet machine. Without the
-/// boost, the scheduler moves the other sessions' work off the hogs' CPU and the job's
-/// ranks all wait alike (measured in `src/contention.rs`): nothing to move to.
-fn boosted() -> Command {
-    let mut cmd = Command::new("setsid");
-    cmd.args([
-        "sh",
-        "-c",
-        "echo -19 > /proc/self/autogroup 2>/dev/null; exec \"$@\"",
-        "sh",
-    ]);
-    cmd
 }
 
 /// The job's time so far as rank 0's iteration records add it up (compute, scheduling
@@ -171,17 +157,16 @@ fn cpu_of(run: &Path, rank: usize) -> String {
 /// `rankmig run --contention-watch` (and `extra` options) in `d`; returns once rank 0
 /// has recorded an iteration.
 fn start(d: &Path, stop: &Path, extra: &[&str]) -> Job {
-    set_availability(d, "n1 1\nn2 1\nn3 1\n");
-    let rankmig = rankmig();
-    let mut boosted = boosted();
-    boosted.arg(rankmig.get_program());
-    for (k, v) in rankmig.get_envs() {
-        match v {
-            Some(v) => boosted.env(k, v),
-            None => boosted.env_remove(k),
-        };
-    }
-    let child = boosted
+    start_on(d, stop, "n1 1\nn2 1\nn3 1\n", extra)
+}
+
+/// Starts 2 ranks of the program on the nodes of `availability` under
+/// `rankmig run --contention-watch` (and `extra` options), [`boosted`], in `d`; returns
+/// once rank 0 has recorded an iteration.
+fn start_on(d: &Path, stop: &Path, availability: &str, extra: &[&str]) -> Job {
+    set_availability(d, availability);
+    let mut rankmig = rankmig();
+    rankmig
         .current_dir(d)
         .args([
             "run",
@@ -201,7 +186,8 @@ fn start(d: &Path, stop: &Path, extra: &[&str]) -> Job {
         .args(ARGS)
         .args(["--iters", "1000000000000", "--stop-file"])
         .arg(stop)
-        .env("RANKMIG_CKPT_DIR", d.join("ckpt"))
+        .env("RANKMIG_CKPT_DIR", d.join("ckpt"));
+    let child = boost(&rankmig)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -321,7 +307,7 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_node_live() {
         "RANKMIG_CKPT_DIR".to_owned(),
         d.join("plain-ckpt").display().to_string(),
     )];
-    support::assert_same_as_plain_run(&out, 2, program(), &ARGS, &env);
+    support::assert_same_as_boosted_plain_run(&out, 2, program(), &ARGS, &env);
 }
 
 /// After a move seen at job time `moved_at`, with the hogs stopped: waits until the
@@ -417,4 +403,124 @@ fn a_machine_loaded_everywhere_moves_nothing() {
         .filter(|r| r["outcome"] == "migrated")
         .collect();
     assert!(moves.is_empty(), "nothing moves: {moves:?}");
+}
+
+/// The hog test on the emulated cluster (hosts h1 h2 h3 as UTS namespaces of this
+/// machine, `rankmig run --emulated-cluster`), everything read from outside the
+/// processes: their hosts (`nsenter -t PID -u hostname`) and CPUs
+/// (`Cpus_allowed_list`). The two ranks start on h1 and h2, bound to distinct real CPUs
+/// (each host's place in the availability offsets its cores: `RANKMIG_EMULATED_HOSTS`).
+/// Two hogs pinned to rank 1's CPU move it off h2 live, with a record that says why,
+/// to h3; the result is a plain run's.
+///
+/// Why rank 1, on this 2-CPU machine: with `h1 1`, `h2 1`, `h3 1` on 2 CPUs, h1 and h3
+/// bind to CPU 0 and h2 to CPU 1. Rank 1 (h2) hogged moves to h3, CPU 0, shared with
+/// rank 0 alone instead of with two hogs: somewhere better. Rank 0 hogged would move
+/// to h3 too, back onto the hogged CPU 0, nowhere better. On a machine of 3 CPUs or
+/// more h3 has a CPU of its own. On a machine already busy (rank 0 alone waits more
+/// than the threshold) the move is not demanded, as in the logical-nodes test.
+#[test]
+fn hogs_on_one_ranks_cpu_move_it_off_its_emulated_host_live() {
+    if !support::namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = d.join("run");
+    let stop = d.join("stop");
+    fs::write(d.join("hosts"), "h1 slots=4\nh2 slots=4\nh3 slots=4\n").expect("hostfile");
+    let window = WINDOW.to_string();
+    let options = [
+        "--hostfile",
+        "hosts",
+        "--emulated-cluster",
+        "--contention-window",
+        window.as_str(),
+    ];
+    let job = start_on(d, &stop, "h1 1\nh2 1\nh3 1\n", &options);
+    let root = job.0.as_ref().expect("running").id();
+    let on = |rank: usize| rank_from_outside(root, &run, rank);
+    wait_until("both ranks bound, read from outside", JOB_WAIT, || {
+        (0..2).all(|r| on(r).is_some_and(|(_, _, cpus)| !cpus.contains([',', '-'])))
+    });
+    let (first, second) = (on(0).expect("rank 0"), on(1).expect("rank 1"));
+    eprintln!("before the hogs: rank 0 {first:?}, rank 1 {second:?}");
+    assert_eq!((first.1.as_str(), second.1.as_str()), ("h1", "h2"));
+    assert_ne!(first.2, second.2, "h1's and h2's ranks share a real CPU");
+    let clock = std::cell::RefCell::new(JobClock::new(&run));
+    wait_until(
+        "a window of the job alone",
+        Duration::from_secs(300),
+        || clock.borrow_mut().seconds() >= WINDOW + 1.0,
+    );
+    assert_eq!(
+        records(&run),
+        Vec::<serde_json::Value>::new(),
+        "no false alarm"
+    );
+    let busy = clock.borrow().checks > 0
+        && clock.borrow().shares / clock.borrow().checks as f64
+            > rankmig::contention::DEFAULT_THRESHOLD;
+    let hogs = Hogs::pinned(&[&second.2], 2);
+    let moved = || {
+        records(&run).iter().any(|r| {
+            r["outcome"] == "migrated"
+                && r["change"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("contention: "))
+        })
+    };
+    if busy {
+        let since = clock.borrow_mut().seconds();
+        wait_until("a move or three windows", Duration::from_secs(600), || {
+            moved() || clock.borrow_mut().seconds() > since + 3.0 * WINDOW
+        });
+    } else {
+        wait_until("rank 1 moved off h2", JOB_WAIT, moved);
+    }
+    let record = records(&run)
+        .into_iter()
+        .find(|r| r["outcome"] == "migrated");
+    if let Some(record) = &record {
+        let why = record["change"].as_str().unwrap_or_default();
+        eprintln!("the move: {why}");
+        assert!(
+            why.starts_with("contention: h2's ranks waited ") && why.contains(" core usable"),
+            "{record}"
+        );
+        assert_eq!(record["moved"][0]["rank"], 1, "{record}");
+        assert_eq!(record["moved"][0]["from"], "h2", "{record}");
+        // The new process of rank 1, read from outside, runs on another host.
+        wait_until("rank 1's new process", JOB_WAIT, || {
+            on(1).is_some_and(|(pid, host, _)| pid != second.0 && host != "h2")
+        });
+        let after = on(1).expect("rank 1");
+        eprintln!("after the move: rank 1 {after:?}");
+        assert_eq!(after.1, "h3", "rank 1 moved to the host with room");
+    } else {
+        eprintln!(
+            "this machine was busy (rank 0 alone waited {:.0}% for a CPU): nothing moved",
+            100.0 * clock.borrow().shares / clock.borrow().checks as f64
+        );
+    }
+    drop(hogs);
+    fs::write(&stop, "").expect("stop file");
+    let out = job.finish().expect("rankmig run ends");
+    let env = [(
+        "RANKMIG_CKPT_DIR".to_owned(),
+        d.join("plain-ckpt").display().to_string(),
+    )];
+    support::assert_same_as_boosted_plain_run(&out, 2, program(), &ARGS, &env);
+}
+
+/// Rank `rank`'s live process below `root` (its latest in processes.csv), with its host
+/// and the CPUs it may run on, both read from outside it; `None` until it runs.
+fn rank_from_outside(root: u32, run: &Path, rank: usize) -> Option<(u32, String, String)> {
+    let pid = (support::processes_csv(run).iter().rev())
+        .find(|p| p.0 == rank && matches!(p.3.as_str(), "start" | "arrived"))?
+        .1;
+    let host = support::live_hosts(root, program()).remove(&pid)?;
+    let cpus = rankmig::monitor::location::allowed_cpus_of(pid)?;
+    Some((pid, host, cpus))
 }

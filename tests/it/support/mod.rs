@@ -2,6 +2,7 @@
 //! under real `mpirun`, reading what a job left behind, and the lock that keeps MPI
 //! jobs from running side by side.
 
+pub mod boost;
 pub mod job;
 pub mod limited;
 pub mod prefix;
@@ -240,18 +241,58 @@ pub fn assert_same_as_plain_run(
     env: &[(String, String)],
 ) {
     let got = checksum(out);
+    let (iterations, mut plain) = plain_run_of(out, ranks, program, args, env);
+    let plain = timed(&mut plain, &iterations);
+    assert_eq!(got, checksum(&plain), "after {iterations} iterations");
+}
+
+/// [`assert_same_as_plain_run`] with the plain launch run [`boost::boosted`], as a
+/// boosted job's: the same program, arguments and variables, so the same result, at
+/// the pace of a quiet machine (unboosted under other engineers' builds, the 500 000
+/// iterations of the contention test's job took 9 minutes).
+pub fn assert_same_as_boosted_plain_run(
+    out: &Output,
+    ranks: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(String, String)],
+) {
+    let got = checksum(out);
+    let (iterations, plain) = plain_run_of(out, ranks, program, args, env);
+    let plain = timed(&mut boost::boost(&plain), &iterations);
+    assert_eq!(got, checksum(&plain), "after {iterations} iterations");
+}
+
+/// The iteration count of `out` and the plain launch of `ranks` ranks of
+/// `program args --iters N` that should give its result.
+fn plain_run_of(
+    out: &Output,
+    ranks: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(String, String)],
+) -> (String, Command) {
     let iterations = iterations_of(out).unwrap_or_else(|| {
         panic!(
-            "no iterations line in {:?}",
-            String::from_utf8_lossy(&out.stdout)
+            "no iterations line in {:?}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
         )
     });
     let mut plain_args = args.to_vec();
     plain_args.extend(["--iters", &iterations]);
-    let plain = plain_launch_with(ranks, program, &plain_args, env)
-        .output()
-        .expect("plain launch");
-    assert_eq!(got, checksum(&plain), "after {iterations} iterations");
+    let plain = plain_launch_with(ranks, program, &plain_args, env);
+    (iterations, plain)
+}
+
+/// Runs `cmd`, a plain run of `iterations` iterations, to its end and says how long it
+/// took.
+fn timed(cmd: &mut Command, iterations: &str) -> Output {
+    let start = Instant::now();
+    let out = cmd.output().expect("plain launch");
+    let seconds = start.elapsed().as_secs_f64();
+    eprintln!("the plain run of {iterations} iterations took {seconds:.1} s");
+    out
 }
 
 /// Ranks per node of the placement file `path` (`RANK NODE CORE` lines).
