@@ -1,8 +1,9 @@
-//! A migration and its held steps: the [`Migration`] value every step takes; the
-//! spawn with the application held (where the spawn cannot run in the background);
-//! the hand-over common to both ways of spawning (serialise the leaving ranks' state,
-//! exchange it with the new processes, rebuild the communicator, record); a migration
-//! refused or abandoned before anyone moved; what a new process receives.
+//! The hand-over, rebuild and record of a migration, once its new processes are
+//! reachable (spawned with the application held, `spawn.rs`, or joined after a
+//! background spawn, `background.rs`): the [`Migration`] value every step takes;
+//! the leaving ranks' state serialised; the assignment and state exchanged with the new
+//! processes; the communicator rebuilt; the migration recorded; a migration refused or
+//! abandoned before anyone moved; what a new process receives ([`Assignment`]).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -14,7 +15,6 @@ use serde::{Deserialize, Serialize};
 use crate::availability::Availability;
 use crate::checkpoint::mpi_collective::DuplicateInProgress;
 use crate::checkpoint::{CheckpointConfig, Handover, Interval};
-use crate::launcher::Launcher;
 use crate::monitor::{self, AvailabilityWatcher};
 use crate::planner::{Location, Move, Placement, Plan};
 
@@ -192,65 +192,6 @@ impl CheckpointSettings {
 }
 
 impl Job {
-    /// Carries `migration` out with every rank held for the spawn (where the spawn
-    /// cannot run in the background, [`Job::blocking_spawn_reason`]). Collective.
-    pub(super) fn migrate_blocking<T: Serialize>(
-        &mut self,
-        state: &T,
-        migration: Migration,
-    ) -> Result<(), MigrateError> {
-        let held = Instant::now();
-        let scheduling = migration.scheduling;
-        self.ckpt.finalize()?;
-        // First: the checkpoint handed over to the new processes must be this one. Its
-        // time counts in the iteration's migration time and in the pause, not in the
-        // recorded phases.
-        if let Err(e) = self.before_watched_spawn(state, migration.plan.moves.len()) {
-            // Every rank has the same outcome (a checkpoint's result is agreed).
-            self.iterations
-                .charge(scheduling, held.elapsed().as_secs_f64());
-            self.refuse_without_checkpoint(&e, migration);
-            return Ok(());
-        }
-        // Serialised before the spawn: a leaving rank that cannot serialise calls the
-        // migration off before any process is started.
-        let leaving = match self.serialise_leaving_state(state, &migration.plan) {
-            Ok(leaving) => leaving,
-            Err(failed) => {
-                self.iterations
-                    .charge(scheduling, held.elapsed().as_secs_f64());
-                self.record_abandoned(UNSERIALISED_OUTCOME, failed.to_string(), &migration);
-                return Ok(());
-            }
-        };
-        let spawn_start = Instant::now();
-        let program = spawn_program(&self.settings)?;
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let groups = self.spawn_request(&migration.spawn_order(&self.settings.hosts));
-        let spawned = protocol::spawn(&self.comm, &program, &args, &groups);
-        self.after_watched_spawn();
-        let inter = match spawned {
-            Ok(inter) => inter,
-            Err(e) => {
-                self.iterations
-                    .charge(scheduling, held.elapsed().as_secs_f64());
-                self.record_abandoned(SPAWN_FAILED_OUTCOME, e.to_string(), &migration);
-                return Ok(());
-            }
-        };
-        let phases = PhaseTimes {
-            spawn: spawn_start.elapsed().as_secs_f64(),
-            ..PhaseTimes::default()
-        };
-        self.iterations.charge(scheduling, 0.0);
-        let so_far = Held {
-            phases,
-            since: held,
-            planned_iteration: None,
-        };
-        self.complete_migration(leaving, &migration, inter, so_far)
-    }
-
     /// Each leaving rank's state message, made at the checkpoint call that holds the
     /// ranks for a migration, before the exchange; the ranks that stay wait for the
     /// largest message's size (the record's) without spinning, so that the leaving
@@ -405,62 +346,6 @@ impl Job {
         }
     }
 
-    /// The spawn commands that start [`spawn_order`]'s moves on their target hosts: one
-    /// per host with the launcher's info keys, or (where the launcher places a spawn
-    /// through a hostfile) one for all, whose hostfile rank 0 writes into the run
-    /// directory (else the temporary directory). Should rank 0 fail to write it, the
-    /// spawn fails on every rank and the job stays where it is.
-    pub(super) fn spawn_request(&self, moves: &[&Move]) -> Vec<protocol::SpawnGroup> {
-        let launcher = self.launcher();
-        let hosts = &self.settings.hosts;
-        let (true, Some(key)) = (self.settings.multi_host(), launcher.spawn_hostfile_key()) else {
-            return spawn_groups(moves, hosts, launcher);
-        };
-        let dir = (self.settings.run_dir.clone()).unwrap_or_else(std::env::temp_dir);
-        let path = dir.join(format!("spawn-hostfile-{}.txt", self.reconfigurations + 1));
-        if self.is_root() {
-            let targets = Placement::new(moves.iter().map(|m| m.to.clone()).collect());
-            if let Err(e) = std::fs::write(&path, launcher.hostfile(&targets, hosts)) {
-                log::warn!("cannot write the spawn hostfile {}: {e}", path.display());
-            }
-        }
-        vec![protocol::SpawnGroup {
-            host: None,
-            count: moves.len(),
-            info: vec![(key.to_owned(), path.display().to_string())],
-        }]
-    }
-
-    /// When `rankmig run` watches the spawns ([`crate::run_dir::spawn_watch`]): commits a
-    /// checkpoint of every rank, to launch the job again from should the spawn of
-    /// `processes` processes never complete, and rank 0 marks the spawn as begun.
-    /// Collective.
-    fn before_watched_spawn<T: Serialize>(
-        &mut self,
-        state: &T,
-        processes: usize,
-    ) -> Result<(), MigrateError> {
-        if !self.settings.spawns_watched() {
-            return Ok(());
-        }
-        self.commit_checkpoint_now(state)?;
-        self.mark_spawn_begun(processes);
-        Ok(())
-    }
-
-    /// Rank 0, when `rankmig run` watches the spawns: leaves the marker of a spawn of
-    /// `processes` processes.
-    pub(super) fn mark_spawn_begun(&self, processes: usize) {
-        if let Some(dir) = self.spawn_marker_dir() {
-            let what = format!(
-                "migration {} at iteration {}: {processes} process(es)",
-                self.reconfigurations + 1,
-                self.calls
-            );
-            crate::run_dir::spawn_watch::begin(dir, &what);
-        }
-    }
-
     /// The checkpoint a migration starts from could not be written (`e`, e.g. a full
     /// disk): no process moves, the job goes back to the view it followed, and the same
     /// edit is tried again after [`RETRY_AFTER_FAILED_CHECKPOINT`]. Every rank calls it.
@@ -481,20 +366,6 @@ impl Job {
         if let Some(w) = self.watcher.as_mut() {
             w.retry_later(before.view, before.hash, RETRY_AFTER_FAILED_CHECKPOINT);
         }
-    }
-
-    /// Rank 0: the spawn returned (whether it worked or not).
-    fn after_watched_spawn(&self) {
-        if let Some(dir) = self.spawn_marker_dir() {
-            crate::run_dir::spawn_watch::end(dir);
-        }
-    }
-
-    /// Where rank 0 marks its spawns: the run directory when `rankmig run` watches
-    /// them, on rank 0 only.
-    pub(super) fn spawn_marker_dir(&self) -> Option<&std::path::Path> {
-        let watched = self.is_root() && self.settings.spawns_watched();
-        self.settings.run_dir.as_deref().filter(|_| watched)
     }
 
     /// Rank 0: the messages for the new processes, in the order of the leavers.
@@ -536,14 +407,6 @@ impl Job {
     }
 }
 
-/// The program replacement processes run: `RANKMIG_SPAWN_PROGRAM`, else this one.
-pub(super) fn spawn_program(settings: &JobSettings) -> Result<String, MigrateError> {
-    Ok(match &settings.spawn_program {
-        Some(p) => p.display().to_string(),
-        None => std::env::current_exe()?.display().to_string(),
-    })
-}
-
 /// The moves in the order the new processes are started: grouped by target host, the
 /// hosts of the allocation (`allocation`, empty on logical nodes) in its order, then
 /// the others in order of first appearance; ranks ascending inside a host. New process
@@ -560,39 +423,6 @@ fn spawn_order<'p>(plan: &'p Plan, allocation: &[String]) -> Vec<&'p Move> {
     let mut moves: Vec<&Move> = plan.moves.iter().collect();
     moves.sort_by_key(|m| (hosts.iter().position(|h| *h == m.to.node), m.rank));
     moves
-}
-
-/// The spawn requests of [`spawn_order`]'s moves: per target host, how many processes
-/// and the info keys `launcher` needs to start them there (in multi-host mode, where
-/// `hosts` is not empty; one group with no host on logical nodes).
-fn spawn_groups(
-    moves: &[&Move],
-    hosts: &[String],
-    launcher: &dyn Launcher,
-) -> Vec<protocol::SpawnGroup> {
-    let mut groups: Vec<protocol::SpawnGroup> = Vec::new();
-    if hosts.is_empty() {
-        groups.push(protocol::SpawnGroup {
-            host: None,
-            count: moves.len(),
-            info: Vec::new(),
-        });
-    } else {
-        for m in moves {
-            match groups.last_mut() {
-                Some(g) if g.host.as_deref() == Some(m.to.node.as_str()) => g.count += 1,
-                _ => groups.push(protocol::SpawnGroup {
-                    host: Some(m.to.node.clone()),
-                    count: 1,
-                    info: Vec::new(),
-                }),
-            }
-        }
-    }
-    for g in &mut groups {
-        g.info = launcher.spawn_info(g.host.as_deref(), g.count);
-    }
-    groups
 }
 
 #[cfg(test)]

@@ -3,42 +3,43 @@
 //!
 //! # A migration, phase by phase
 //!
-//! Each phase lives in one file. The plan makes a `Migration` value (`migration.rs`:
-//! the plan, its planning time, the change it answers, the view to go back to), which
-//! every later step takes.
+//! Five phases, each in one file, in this order. The first makes a `Migration` value
+//! (`migration.rs`: the plan, its planning time, the change it answers, the view to go
+//! back to), which every later phase takes.
 //!
-//! 1. **Check** — `reconfigure.rs` (`Job::reconfiguration_point`): at a
+//! 1. **Check and plan** — `reconfigure.rs` (`Job::reconfiguration_point`): at a
 //!    `checkpoint!` call the pacer (`pacing.rs`) makes due, rank 0 reads the
 //!    availability file and every rank receives what it saw, with the contention
 //!    watch's decision (`contention.rs`). Nothing changed: back to the application.
-//! 2. **Plan** — `reconfigure.rs`: the placement, the live matrix and (multi-host)
-//!    the hosts' trees (`host_trees.rs`) are gathered, rank 0 plans and every rank
-//!    receives the plan. A plan without moves is recorded; a plan the MPI cannot spawn
-//!    for (`Job::spawn_refused`) ends the job, to be launched again from a checkpoint
-//!    (`Job::relaunch`); any other is carried out one of two ways (`Job::carry_out`).
-//! 3. **Spawn** — in the background, where the MPI allows it: `background.rs`
-//!    (`Job::start_background_migration`: the checkpoint a relaunch would start
-//!    from, then rank 0's helper thread spawns the replacements, or asks `rankmig run`
-//!    to launch them, while the ranks compute). With the application held instead:
-//!    `migration.rs` (`Job::migrate_blocking`).
-//! 4. **Join** — `background.rs` (`Job::advance_background_migration`): at a later
-//!    check, once the spawn is complete, every rank is held, the helper thread is
-//!    joined, the leaving ranks serialise their state (`Job::serialise_leaving_state`,
-//!    in `migration.rs`), and the job joins the new processes. (With the application
-//!    held for the spawn, the leaving ranks serialise before it.)
-//! 5. **Hand-over** — `migration.rs` (`Job::complete_migration`): rank 0 sends each new
-//!    process its assignment, each leaving rank its state.
-//! 6. **Rebuild and record** — `migration.rs` (`Job::complete_migration`): the ranks
-//!    that stay take the new communicator and bind again, rank 0 records the migration
-//!    (`outcome.rs` makes the record), the leaving ranks exit (`leave_now`, this
-//!    file). A migration stopped before anyone moved (a checkpoint or a spawn that
+//!    Else the placement, the live matrix and (multi-host) the hosts' trees
+//!    (`host_trees.rs`) are gathered, rank 0 plans and every rank receives the plan. A
+//!    plan without moves is recorded; a plan the MPI cannot spawn for
+//!    (`Job::spawn_refused`) ends the job, to be launched again from a checkpoint
+//!    (`Job::relaunch`); any other goes on to the spawn.
+//! 2. **Spawn** — `spawn.rs` (`Job::carry_out`), one of two ways. In the background,
+//!    where the MPI allows it (`Job::start_background_migration`): the checkpoint a
+//!    relaunch would start from, then rank 0's helper thread spawns the replacements, or
+//!    asks `rankmig run` to launch them, while the ranks compute; the checks that follow
+//!    tell when it is complete (`Job::advance_background_spawn`). With the application
+//!    held instead (`Job::migrate_blocking`): the checkpoint, the leaving ranks' state
+//!    serialised (`Job::serialise_leaving_state`, in `migration.rs`), then a spawn that
+//!    gives the new processes at once, and on to the hand-over.
+//! 3. **Join** (a background spawn only) — `background.rs`
+//!    (`Job::join_background_migration`): at the check that finds the spawn complete,
+//!    every rank is held, the helper thread is joined, the leaving ranks serialise their
+//!    state, and the job joins the new processes. A spawn still running when the
+//!    application ends is called off there (`Job::call_off_background_migration`).
+//! 4. **Hand-over, rebuild and record** — `migration.rs` (`Job::complete_migration`):
+//!    rank 0 sends each new process its assignment, each leaving rank its state; the
+//!    ranks that stay take the new communicator and bind again, rank 0 records the
+//!    migration (`outcome.rs` makes the record), the leaving ranks exit (`leave_now`,
+//!    this file). A migration stopped before anyone moved (a checkpoint or a spawn that
 //!    failed, a state that could not be serialised) is recorded by the same file
 //!    (`Job::refuse_without_checkpoint`, `Job::record_abandoned`).
-//! 7. **Arrival** — this file (`Job::arrive`): a new process receives its assignment
+//! 5. **Arrival** — this file (`Job::arrive`): a new process receives its assignment
 //!    and state and joins the job's new communicator; the application reads the state
 //!    with [`Job::restore_or`]. A process that `rankmig run` launched instead of a
-//!    spawn first makes its state buffer ready and connects (`background.rs`,
-//!    `join_launch`).
+//!    spawn first makes its state buffer ready and connects (`join_launch`).
 
 use std::time::{Duration, Instant};
 
@@ -70,6 +71,7 @@ mod migration;
 mod outcome;
 pub mod pacing;
 mod reconfigure;
+mod spawn;
 
 use history::Lineage;
 use iteration_mark::IterationMark;
@@ -185,7 +187,7 @@ impl Job {
         }
         if let Some(request) = std::env::var_os(launch_request::ENV_JOIN).filter(|v| !v.is_empty())
         {
-            let (parent, buffer) = background::join_launch(std::path::Path::new(&request))?;
+            let (parent, buffer) = join_launch(std::path::Path::new(&request))?;
             return Self::arrive(parent, buffer);
         }
         let mut settings = JobSettings::from_env()?;
@@ -740,6 +742,30 @@ fn implementation_of_library() -> MpiImplementation {
         );
         assumed
     })
+}
+
+/// A replacement process started by `rankmig run` for the request at `path`
+/// ([`launch_request::ENV_JOIN`]): makes its state buffer ready (the request gives its
+/// size); once every process of its launch has, the first says they are ready, and all
+/// connect to old rank 0's port. Returns the intercommunicator with old rank 0 and the
+/// buffer. Collective over `MPI_COMM_WORLD`.
+fn join_launch(
+    path: &std::path::Path,
+) -> Result<(mpi::topology::InterCommunicator, StateBuffer), MigrateError> {
+    let request = launch_request::read(path)?;
+    let world = SimpleCommunicator::world();
+    let size = usize::try_from(world.rank())
+        .ok()
+        .and_then(|i| request.state_sizes.get(i).copied());
+    let buffer = size.map(protocol::state_buffer).unwrap_or_default();
+    crate::migrate::timeline::step("new: state buffer ready");
+    protocol::barrier_without_spinning(&world);
+    if world.rank() == 0 {
+        let run_dir = path.parent().unwrap_or(std::path::Path::new("."));
+        launch_request::mark_ready(run_dir, &request.id)?;
+    }
+    crate::migrate::timeline::step("new: connecting to old rank 0");
+    Ok((protocol::connect_to_job(&request.port)?, buffer))
 }
 
 /// Ends a replaced (or relaunched) process the way its implementation's launcher

@@ -29,7 +29,10 @@ impl Job {
         // leave it unfinished).
         self.ckpt.collective().communicator();
         if self.pending.is_some() {
-            return self.advance_background_migration(state);
+            if self.advance_background_spawn(state)? {
+                return self.join_background_migration(state);
+            }
+            return Ok(());
         }
         let t0 = Instant::now();
         let leave = self.contention_decision();
@@ -124,20 +127,6 @@ impl Job {
             return self.relaunch(state, &migration, why);
         }
         self.carry_out(state, migration)
-    }
-
-    /// Carries `migration` out: its spawn in the background where the MPI allows it
-    /// ([`Job::start_background_migration`]), else with the application held for it
-    /// ([`Job::migrate_blocking`]). Collective over the old communicator.
-    fn carry_out<T: Serialize>(
-        &mut self,
-        state: &T,
-        migration: Migration,
-    ) -> Result<(), MigrateError> {
-        if self.blocking_spawn_reason().is_none() {
-            return self.start_background_migration(state, migration);
-        }
-        self.migrate_blocking(state, migration)
     }
 
     /// Why the implementation cannot carry `plan` out by spawning, if it cannot: a
