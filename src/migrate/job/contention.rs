@@ -83,7 +83,7 @@ impl Job {
         for node in self.contention.lift_caps(now, &settings) {
             log::info!("contention watch: {node}'s cool-down is over, it may be used again");
         }
-        let (Some(placement), Some(view)) = (&self.placement, &self.view) else {
+        let (Some(placement), Some(view)) = (&self.placement, &self.availability.view) else {
             return None;
         };
         let rank_nodes: Vec<&str> = (0..placement.len())

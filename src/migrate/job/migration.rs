@@ -15,9 +15,10 @@ use serde::{Deserialize, Serialize};
 use crate::availability::Availability;
 use crate::checkpoint::mpi_collective::DuplicateInProgress;
 use crate::checkpoint::{CheckpointConfig, Handover, Interval};
-use crate::monitor::{self, AvailabilityWatcher};
+use crate::monitor;
 use crate::planner::{Location, Move, Placement, Plan};
 
+use super::followed::ViewBefore;
 use super::history::SpawnHistory;
 use super::outcome::Outcome;
 use super::{Job, MigrateError, leave_now};
@@ -87,13 +88,6 @@ impl Migration {
     pub(super) fn spawn_order(&self, allocation: &[String]) -> Vec<&Move> {
         spawn_order(&self.plan, allocation)
     }
-}
-
-/// What the job followed before the change being carried out: the view and the hash
-/// of the file content it came from, to go back to should the change not be made.
-pub(super) struct ViewBefore {
-    pub(super) view: Option<Availability>,
-    pub(super) hash: u64,
 }
 
 /// What a migration measured before its held part ([`Job::complete_migration`]).
@@ -328,8 +322,7 @@ impl Job {
             }
             OldRankOutcome::Stay(comm) => {
                 self.comm = comm;
-                self.comm_changes += 1;
-                self.comm_changed = true;
+                self.comm_generation.replaced();
                 // Made while the application goes on (the arrivals make theirs once
                 // they have their state); completed at the checkpoint's next collective.
                 let duplicate = DuplicateInProgress::start(&self.comm);
@@ -361,11 +354,7 @@ impl Job {
             detail: Some(message),
             ..migration.outcome("checkpoint failed")
         });
-        let before = migration.before;
-        self.view = before.view.clone();
-        if let Some(w) = self.watcher.as_mut() {
-            w.retry_later(before.view, before.hash, RETRY_AFTER_FAILED_CHECKPOINT);
-        }
+        (self.availability).go_back(migration.before, RETRY_AFTER_FAILED_CHECKPOINT);
     }
 
     /// Rank 0: the messages for the new processes, in the order of the leavers.
@@ -387,18 +376,15 @@ impl Job {
                     calls: self.calls,
                     next_check: self.pacer.next_check(),
                     check_stride: self.pacer.stride(),
-                    view: self.view.clone(),
-                    view_hash: self
-                        .watcher
-                        .as_ref()
-                        .map_or(0, AvailabilityWatcher::last_hash),
+                    view: self.availability.view.clone(),
+                    view_hash: self.availability.last_hash(),
                     placement: plan.placement.clone(),
                     reconfigurations: self.reconfigurations + 1,
                     changes: self.changes,
                     elapsed: self.started.elapsed().as_secs_f64(),
                     generation: self.lineage.generations,
                     history: history.clone(),
-                    comm_changes: self.comm_changes + 1,
+                    comm_changes: self.comm_generation.count() + 1,
                     contention: self.contention.clone(),
                 };
                 Ok(serde_json::to_vec(&a)?)

@@ -49,7 +49,6 @@ use mpi::traits::Communicator;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::availability::Availability;
 use crate::checkpoint::mpi_collective::DuplicateInProgress;
 use crate::checkpoint::{CheckpointConfig, CheckpointContext, MpiCollective};
 use crate::contention::{ContentionWatch, PressureReader, WaitReader};
@@ -62,7 +61,9 @@ use crate::planner::{Location, Placement};
 
 mod background;
 mod binding;
+mod comm_generation;
 mod contention;
+mod followed;
 pub mod history;
 mod host_trees;
 mod iteration_mark;
@@ -73,6 +74,8 @@ pub mod pacing;
 mod reconfigure;
 mod spawn;
 
+use comm_generation::CommGeneration;
+use followed::Followed;
 use history::Lineage;
 use iteration_mark::IterationMark;
 use iterations::Iterations;
@@ -120,8 +123,8 @@ pub struct Job {
     calls: u64,
     pacer: CheckPacer,
     location: Location,
-    view: Option<Availability>,
-    watcher: Option<AvailabilityWatcher>,
+    /// The availability the job follows, and the watcher of its file.
+    availability: Followed,
     placement: Option<Placement>,
     /// In a process that arrived by migration, until [`Job::restore_or`]: the state
     /// message and where the state starts in it (after the replaced rank's counters).
@@ -139,11 +142,9 @@ pub struct Job {
     replacement: bool,
     /// [`Job::finalize`] has run (else dropping the job notes its end).
     finished: bool,
-    /// How many times this process's job communicator has been replaced (a process
-    /// that arrived by migration starts with the count of the migration that made it).
-    comm_changes: u64,
-    /// The communicator was replaced since the last [`Job::event`] returned.
-    comm_changed: bool,
+    /// How many times this process's job communicator has been replaced, and whether
+    /// since the last [`Job::event`] returned.
+    comm_generation: CommGeneration,
     /// Bytes of the live matrix at the last reconfiguration point (rank 0), when plans
     /// are made from it (no `--matrix`): recorded, so `rankmig run` can say when nothing
     /// was counted.
@@ -228,8 +229,7 @@ impl Job {
             ckpt_due: false,
             calls: 0,
             location,
-            view: None,
-            watcher: None,
+            availability: Followed::nothing(),
             placement,
             arrived_state: None,
             largest_region: None,
@@ -240,8 +240,7 @@ impl Job {
             lineage: Lineage::first(),
             replacement: false,
             finished: false,
-            comm_changes: 0,
-            comm_changed: false,
+            comm_generation: CommGeneration::default(),
             live_bytes: None,
             pending: None,
             matrix_written: None,
@@ -293,14 +292,14 @@ impl Job {
             }
         }
         match watcher.current() {
-            Some(current) => self.view = Some(current.clone()),
+            Some(current) => self.availability.view = Some(current.clone()),
             None => {
                 if let WatchOutcome::Changed { availability } = watcher.check(&self.comm) {
-                    self.view = Some(availability);
+                    self.availability.view = Some(availability);
                 }
             }
         }
-        self.watcher = Some(watcher);
+        self.availability.watcher = Some(watcher);
     }
 
     /// A new process: receive the assignment and state (into `buffer` if it was made
@@ -353,8 +352,10 @@ impl Job {
             ckpt_due: false,
             calls: a.calls,
             location: a.location,
-            view: a.view,
-            watcher,
+            availability: Followed {
+                view: a.view,
+                watcher,
+            },
             placement: Some(a.placement),
             arrived_state: Some((arrival.state, state_offset)),
             largest_region: None,
@@ -365,8 +366,7 @@ impl Job {
             lineage: Lineage::arrived(a.generation, a.history),
             replacement: true,
             finished: false,
-            comm_changes: a.comm_changes,
-            comm_changed: false,
+            comm_generation: CommGeneration::arrived(a.comm_changes),
             live_bytes: None,
             pending: None,
             matrix_written: None,
@@ -437,7 +437,7 @@ impl Job {
     /// # let _ = halves; Ok(()) }
     /// ```
     pub fn comm_generation(&self) -> u64 {
-        self.comm_changes
+        self.comm_generation.count()
     }
 
     /// The state: handed over by the rank this process replaces, restored from the
@@ -514,7 +514,7 @@ impl Job {
             self.flush_records();
         }
         self.iterations.back_to_application();
-        Ok(std::mem::take(&mut self.comm_changed))
+        Ok(self.comm_generation.take_changed())
     }
 
     /// Saves `state` now and commits the epoch before returning. Collective.
@@ -549,7 +549,7 @@ impl Job {
             self.calls,
             self.reconfigurations
         );
-        if self.comm_changes > 0 && self.launcher().finalize_waits_for_departed_ranks() {
+        if self.comm_generation.count() > 0 && self.launcher().finalize_waits_for_departed_ranks() {
             crate::migrate::finalize::end_without_library_finalize(&self.comm);
         }
         Ok(())
@@ -564,7 +564,7 @@ impl Job {
     /// the availability the job follows now.
     fn bind(&self) {
         let (rank, ranks) = (self.comm.rank() as usize, self.comm.size() as usize);
-        let (placement, view) = (self.placement.as_ref(), self.view.as_ref());
+        let (placement, view) = (self.placement.as_ref(), self.availability.view.as_ref());
         binding::bind(&self.settings, &self.location, placement, view, rank, ranks);
     }
 
@@ -614,7 +614,7 @@ impl Job {
             index: self.changes,
             iteration: self.calls,
             at_seconds: self.started.elapsed().as_secs_f64(),
-            nodes: self.view.as_ref().map_or(0, |v| v.nodes().len()),
+            nodes: (self.availability.view.as_ref()).map_or(0, |v| v.nodes().len()),
             live_bytes: self.live_bytes,
         });
         if let Err(e) = record::append_reconfiguration(dir, &r) {

@@ -13,7 +13,7 @@ use crate::monitor::{self, Traffic, WatchOutcome, Window};
 use crate::planner::{Location, NodeTrees, Placement, Plan, PlanOptions, plan_on};
 use crate::topology::{LeafKind, TopologySpec, Tree};
 
-use super::migration::{Migration, ViewBefore};
+use super::migration::Migration;
 use super::outcome::Outcome;
 use super::{Job, MigrateError};
 
@@ -39,11 +39,11 @@ impl Job {
         let comm = &self.comm;
         // The content followed so far, to go back to should a migration be refused (its
         // view is kept below, when it is replaced: nothing is copied at each check).
-        let hash_before = self.watcher.as_ref().map_or(0, |w| w.last_hash());
+        let hash_before = self.availability.last_hash();
         // Rank 0's decisions, carried by the check's broadcast: the contention watch's
         // node to leave, and whether the matrix is written at this check.
         let note = (leave, self.matrix_due());
-        let (seen, note) = match self.watcher.as_mut() {
+        let (seen, note) = match self.availability.watcher.as_mut() {
             Some(w) => w.check_carrying(comm, Some(note)),
             None => (WatchOutcome::Unchanged, None),
         };
@@ -60,14 +60,16 @@ impl Job {
             }
             // The contention watch asks for a plan while the file is unchanged: made
             // for the availability followed (lowered for planning on rank 0).
-            WatchOutcome::Unchanged => match self.view.as_ref().filter(|_| contention.is_some()) {
-                Some(view) => view.clone(),
-                None => {
-                    self.write_matrix_if(matrix_due);
-                    self.iterations.charge(t0.elapsed().as_secs_f64(), 0.0);
-                    return Ok(());
+            WatchOutcome::Unchanged => {
+                match (self.availability.view.as_ref()).filter(|_| contention.is_some()) {
+                    Some(view) => view.clone(),
+                    None => {
+                        self.write_matrix_if(matrix_due);
+                        self.iterations.charge(t0.elapsed().as_secs_f64(), 0.0);
+                        return Ok(());
+                    }
                 }
-            },
+            }
         };
         crate::migrate::timeline::step("availability change seen");
         let placement = monitor::gather_placement(&self.comm, &self.location);
@@ -100,16 +102,13 @@ impl Job {
         };
         let scheduling = t0.elapsed().as_secs_f64();
         crate::migrate::timeline::step("plan made");
-        let change = match (&contention, &self.view) {
+        let change = match (&contention, &self.availability.view) {
             (Some(why), Some(old)) if *old == availability => why.clone(),
             (Some(why), Some(old)) => format!("{why}; {}", old.diff(&availability)),
             (_, None) => "initial".to_owned(),
             (None, Some(old)) => old.diff(&availability).to_string(),
         };
-        let before = ViewBefore {
-            view: self.view.replace(availability),
-            hash: hash_before,
-        };
+        let before = self.availability.follow(availability, hash_before);
         let migration = Migration {
             plan,
             scheduling,
