@@ -13,6 +13,7 @@ use crate::monitor::{self, Traffic, WatchOutcome, Window};
 use crate::planner::{Location, NodeTrees, Placement, Plan, PlanOptions, plan_on};
 use crate::topology::{LeafKind, TopologySpec, Tree};
 
+use super::contention::{self, Decision};
 use super::migration::Migration;
 use super::outcome::Outcome;
 use super::{Job, MigrateError};
@@ -86,7 +87,10 @@ impl Job {
         } else {
             Vec::new()
         };
-        let planning = self.planning_availability(&availability);
+        let planning = match self.is_root() {
+            true => contention::planning_availability(&self.contention, &availability),
+            false => availability.clone(),
+        };
         let planned = self.plan_on_root(&planning, &placement, &live, host_trees);
         let plan = match planned {
             Ok(p) => p,
@@ -126,6 +130,53 @@ impl Job {
             return self.relaunch(state, &migration, why);
         }
         self.carry_out(state, migration)
+    }
+
+    /// At a check: the pacing exchange, which also gathers every rank's waits (and each
+    /// node's CPU pressure, read by its lowest rank) when the contention watch is on
+    /// (one all-gather instead of the stride's broadcast). This rank's wait share, and
+    /// the node's pressure share where it read it, go into its iteration record; rank 0
+    /// adds every rank's samples to its window. Collective.
+    pub(super) fn pace_and_gather_waits(&mut self) {
+        let Some(waits) = self.waits.as_mut() else {
+            self.pacer.after_check(&self.comm, self.calls);
+            return;
+        };
+        let rank = self.comm.rank() as usize;
+        let reads_pressure = contention::reads_node_pressure(rank, self.placement.as_ref());
+        let mine = contention::sample(waits, &mut self.pressure, reads_pressure);
+        let all = (self.pacer).after_check_gathering(&self.comm, self.calls, mine);
+        self.iterations
+            .note_wait_share(mine.wait.share(), mine.pressure.map(|p| p.share()));
+        if rank == 0 {
+            self.contention.add_checks(&all);
+        }
+    }
+
+    /// Rank 0, at a check: the contention watch's decision ([`contention::decide`]). A
+    /// node to leave is returned (the reason), to be announced with the availability
+    /// broadcast; a decision that moves nothing is recorded here. `None` on the other
+    /// ranks, and without the watch.
+    fn contention_decision(&mut self) -> Option<String> {
+        if !self.is_root() || self.waits.is_none() {
+            return None;
+        }
+        let now = self.started.elapsed().as_secs_f64();
+        let (placement, view) = (self.placement.as_ref(), self.availability.view.as_ref());
+        let settings = &self.settings.contention;
+        match contention::decide(&mut self.contention, settings, now, placement, view) {
+            Decision::Quiet => None,
+            Decision::Move(why) => Some(why),
+            Decision::Record { outcome, why } => {
+                self.changes += 1;
+                self.record(Outcome {
+                    change: why,
+                    detail: None,
+                    ..Outcome::refusal(outcome, String::new(), Instant::now())
+                });
+                None
+            }
+        }
     }
 
     /// Why the implementation cannot carry `plan` out by spawning, if it cannot: a
