@@ -18,10 +18,11 @@
 //!    (`Job::relaunch`); any other goes on to the spawn.
 //! 2. **Spawn** — `spawn.rs` (`Job::carry_out`), one of two ways. In the background,
 //!    where the MPI allows it (`Job::start_background_migration`): the checkpoint a
-//!    relaunch would start from, then rank 0's helper thread spawns the replacements, or
-//!    asks `rankmig run` to launch them, while the ranks compute; the checks that follow
-//!    tell when it is complete (`Job::advance_background_spawn`). With the application
-//!    held instead (`Job::migrate_blocking`): the checkpoint, the leaving ranks' state
+//!    relaunch would start from (when `rankmig run` watches spawns), then rank 0's
+//!    helper thread spawns the replacements, or asks `rankmig run` to launch them, while
+//!    the ranks compute; the checks that follow tell when it is complete
+//!    (`Job::advance_background_spawn`). With the application held instead
+//!    (`Job::migrate_blocking`): the same checkpoint, the leaving ranks' state
 //!    serialised (`Job::serialise_leaving_state`, in `migration.rs`), then a spawn that
 //!    gives the new processes at once, and on to the hand-over.
 //! 3. **Join** (a background spawn only) — `background.rs`

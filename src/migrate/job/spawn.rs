@@ -28,9 +28,10 @@
 //! application's MPI calls until its children have started (which MPI: the launcher's
 //! file and docs/mpi-implementations.md).
 //!
-//! **With the application held** ([`Job::migrate_blocking`]): the checkpoint a
-//! relaunch would start from is committed, the leaving ranks serialise their state,
-//! and every rank takes part in `MPI_Comm_spawn`, which gives the new processes at once.
+//! **With the application held** ([`Job::migrate_blocking`]): when `rankmig run`
+//! watches spawns, the checkpoint a relaunch would start from is committed first; the
+//! leaving ranks serialise their state, and every rank takes part in `MPI_Comm_spawn`,
+//! which gives the new processes at once.
 //!
 //! Either way the spawn ends with the hand-over (`migration.rs`).
 
