@@ -124,6 +124,29 @@ impl JobClock {
     }
 }
 
+/// Whether a record of the run directory `run` says a rank migrated for contention.
+fn moved_for_contention(run: &Path) -> bool {
+    records(run).iter().any(|r| {
+        r["outcome"] == "migrated"
+            && r["change"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("contention: "))
+    })
+}
+
+/// Waits for the move the hogs should cause (`what`); on a `busy` machine, where the
+/// watch rightly may move nothing, for a move or three windows of the job's `clock`.
+fn wait_for_the_move(run: &Path, clock: &std::cell::RefCell<JobClock>, busy: bool, what: &str) {
+    if busy {
+        let since = clock.borrow_mut().seconds();
+        wait_until("a move or three windows", Duration::from_secs(600), || {
+            moved_for_contention(run) || clock.borrow_mut().seconds() > since + 3.0 * WINDOW
+        });
+    } else {
+        wait_until(what, JOB_WAIT, || moved_for_contention(run));
+    }
+}
+
 /// The records of the run directory.
 fn records(run: &Path) -> Vec<serde_json::Value> {
     rankmig::run_dir::record::read_reconfigurations(run)
@@ -247,27 +270,12 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_node_live() {
     let busy = clock.borrow().shares / clock.borrow().checks as f64
         > rankmig::contention::DEFAULT_THRESHOLD;
     let hogs = Hogs::pinned(&[&cpu], 2);
-    let moved = || {
-        records(&run).iter().any(|r| {
-            r["outcome"] == "migrated"
-                && r["change"]
-                    .as_str()
-                    .is_some_and(|c| c.starts_with("contention: "))
-        })
-    };
-    if busy {
-        let since = clock.borrow_mut().seconds();
-        wait_until("a move or three windows", Duration::from_secs(600), || {
-            moved() || clock.borrow_mut().seconds() > since + 3.0 * WINDOW
-        });
-    } else {
-        wait_until("rank 1 moved off its node", JOB_WAIT, moved);
-    }
+    wait_for_the_move(&run, &clock, busy, "rank 1 moved off its node");
     // The job's time when the move was seen: at most the time of its decision, since
     // rank 0's rows reach the file at the checks, after the record of that check.
     let moved_at = clock.borrow_mut().seconds();
     drop(hogs);
-    if moved() {
+    if moved_for_contention(&run) {
         assert_none_back_before_the_cooldown(&run, &clock, moved_at, &node);
     }
     let all = records(&run);
@@ -463,22 +471,7 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_emulated_host_live() {
         && clock.borrow().shares / clock.borrow().checks as f64
             > rankmig::contention::DEFAULT_THRESHOLD;
     let hogs = Hogs::pinned(&[&second.2], 2);
-    let moved = || {
-        records(&run).iter().any(|r| {
-            r["outcome"] == "migrated"
-                && r["change"]
-                    .as_str()
-                    .is_some_and(|c| c.starts_with("contention: "))
-        })
-    };
-    if busy {
-        let since = clock.borrow_mut().seconds();
-        wait_until("a move or three windows", Duration::from_secs(600), || {
-            moved() || clock.borrow_mut().seconds() > since + 3.0 * WINDOW
-        });
-    } else {
-        wait_until("rank 1 moved off h2", JOB_WAIT, moved);
-    }
+    wait_for_the_move(&run, &clock, busy, "rank 1 moved off h2");
     let record = records(&run)
         .into_iter()
         .find(|r| r["outcome"] == "migrated");

@@ -240,10 +240,7 @@ pub fn assert_same_as_plain_run(
     args: &[&str],
     env: &[(String, String)],
 ) {
-    let got = checksum(out);
-    let (iterations, mut plain) = plain_run_of(out, ranks, program, args, env);
-    let plain = timed(&mut plain, &iterations);
-    assert_eq!(got, checksum(&plain), "after {iterations} iterations");
+    assert_plain_run_gives(out, plain_run_of(out, ranks, program, args, env));
 }
 
 /// [`assert_same_as_plain_run`] with the plain launch run [`boost::boosted`], as a
@@ -257,10 +254,19 @@ pub fn assert_same_as_boosted_plain_run(
     args: &[&str],
     env: &[(String, String)],
 ) {
-    let got = checksum(out);
     let (iterations, plain) = plain_run_of(out, ranks, program, args, env);
-    let plain = timed(&mut boost::boost(&plain), &iterations);
-    assert_eq!(got, checksum(&plain), "after {iterations} iterations");
+    assert_plain_run_gives(out, (iterations, boost::boost(&plain)));
+}
+
+/// Runs the plain launch of `iterations` iterations and asserts that it prints `out`'s
+/// checksum.
+fn assert_plain_run_gives(out: &Output, (iterations, mut plain): (String, Command)) {
+    let plain = timed(&mut plain, &iterations);
+    assert_eq!(
+        checksum(out),
+        checksum(&plain),
+        "after {iterations} iterations"
+    );
 }
 
 /// The iteration count of `out` and the plain launch of `ranks` ranks of
