@@ -64,11 +64,12 @@ impl Iterations {
         }
     }
 
-    /// The share of the current iteration's check window this rank waited for a CPU,
-    /// and its node's CPU pressure where this rank read it.
-    pub(super) fn note_wait_share(&mut self, share: f64, pressure: Option<f64>) {
+    /// The share of the current iteration's check window this rank waited for a CPU
+    /// (`None` where it could not measure it), and its node's CPU pressure where this
+    /// rank read it.
+    pub(super) fn note_wait_share(&mut self, share: Option<f64>, pressure: Option<f64>) {
         if let Some(last) = self.pending.last_mut() {
-            last.wait_share = Some(share);
+            last.wait_share = share;
             last.pressure_share = pressure;
         }
     }

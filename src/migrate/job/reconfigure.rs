@@ -146,8 +146,11 @@ impl Job {
         let reads_pressure = contention::reads_node_pressure(rank, self.placement.as_ref());
         let mine = contention::sample(waits, &mut self.pressure, reads_pressure);
         let all = (self.pacer).after_check_gathering(&self.comm, self.calls, mine);
+        // A rank whose kernel gives no run-queue delay measured nothing (zero wall
+        // time): its row leaves the share empty rather than writing 0.
+        let share = (mine.wait.wall_ns > 0).then(|| mine.wait.share());
         self.iterations
-            .note_wait_share(mine.wait.share(), mine.pressure.map(|p| p.share()));
+            .note_wait_share(share, mine.pressure.map(|p| p.share()));
         if rank == 0 {
             self.contention.add_checks(&all);
         }
