@@ -63,7 +63,7 @@ struct Args {
 }
 
 /// Iterations between two looks for the stop file.
-const STOP_CHECK: u64 = 500;
+const STOP_CHECK: u64 = 100;
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {

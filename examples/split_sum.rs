@@ -29,7 +29,7 @@ struct State {
 }
 
 /// Iterations between two looks for the stop file.
-const STOP_CHECK: u64 = 500;
+const STOP_CHECK: u64 = 100;
 
 fn main() -> ExitCode {
     let Some(universe) = mpi::initialize() else {

@@ -43,7 +43,7 @@ fn refuse_when_marked<S: Serializer>(marked: &bool, s: S) -> Result<S::Ok, S::Er
 }
 
 /// Iterations between two looks for the stop file.
-const STOP_CHECK: u64 = 500;
+const STOP_CHECK: u64 = 100;
 
 /// What the command line asks for.
 struct Args {

@@ -26,7 +26,7 @@
 #include "rankmig.h" /* rankmig: the interface */
 
 /* Iterations between two looks for the stop file. */
-#define STOP_CHECK 500
+#define STOP_CHECK 100
 
 static int parse_args(int argc, char **argv, long *size, uint64_t *iters,
                       const char **stop_file) {

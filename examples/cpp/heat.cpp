@@ -32,7 +32,7 @@
 namespace {
 
 /// Iterations between two looks for the stop file.
-constexpr std::uint64_t kStopCheck = 500;
+constexpr std::uint64_t kStopCheck = 100;
 
 struct Options {
     long cells = 4096;
