@@ -713,7 +713,8 @@ mod tests {
         assert!(!WaitReader::open(&unreadable).reads());
         // Ranks 0 and 1 wait alike; rank 2's kernel gives no schedstat. Taken for an
         // idle node, n3 would make n2 look contended (excess 0.55) and move rank 1.
-        let three = [("n1", 1), ("n2", 1), ("n3", 1), ("n4", 1)].map(|(n, c)| (n.to_owned(), c));
+        let four_nodes =
+            [("n1", 1), ("n2", 1), ("n3", 1), ("n4", 1)].map(|(n, c)| (n.to_owned(), c));
         let mut w = ContentionWatch::starting(0.0);
         for _ in 0..10 {
             w.add_checks(
@@ -729,13 +730,13 @@ mod tests {
             waits.iter().map(|n| n.node.as_str()).collect::<Vec<_>>(),
             ["n1", "n2"]
         );
-        let v = w.decide(10.0, &act(), &nodes, &three);
+        let v = w.decide(10.0, &act(), &nodes, &four_nodes);
         assert!(matches!(v, Verdict::AllContended { .. }), "{v:?}");
         // Nobody measured: nothing to say.
         for _ in 0..10 {
             w.add(&[WaitSample::default(); 3]);
         }
-        assert_eq!(w.decide(20.0, &act(), &nodes, &three), Verdict::Quiet);
+        assert_eq!(w.decide(20.0, &act(), &nodes, &four_nodes), Verdict::Quiet);
     }
 
     #[test]

@@ -4,14 +4,14 @@
 use std::sync::OnceLock;
 
 use crate::availability::Availability;
-use crate::launcher::launcher;
+use crate::launcher::Launcher;
 use crate::monitor;
 use crate::planner::{Location, Placement};
 use crate::run_dir::record;
 use crate::run_dir::settings::{ENV_EMULATED_HOSTS, JobSettings};
 
 /// In multi-host mode, warns when rank `rank`'s process does not run on the host its
-/// `location` names: the launcher mapped it elsewhere (as a launcher under Slurm did
+/// `location` names: the job's `launcher` mapped it elsewhere (as a launcher under Slurm did
 /// before [`crate::launcher::Launcher::srun_needs_one_block_per_host`]: only `nsenter`
 /// from outside showed it). The mismatch is also recorded in the run directory
 /// ([`crate::run_dir::record::MISPLACED`]), where `rankmig run` sees it and stops the
@@ -21,6 +21,7 @@ pub(super) fn warn_if_not_on_planned_host(
     settings: &JobSettings,
     location: &Location,
     rank: usize,
+    launcher: &dyn Launcher,
 ) {
     if !settings.multi_host() {
         return;
@@ -31,7 +32,7 @@ pub(super) fn warn_if_not_on_planned_host(
         log::warn!(
             "rank {rank} (process {}) runs on host {here}, its placement puts it on {planned}: the launcher ({}) mapped it elsewhere; the plan's communication costs and its core binding assume {planned}",
             std::process::id(),
-            launcher(settings.mpi.unwrap_or_default()).program(),
+            launcher.program(),
         );
         if let Some(dir) = &settings.run_dir {
             record::note_misplaced(dir, rank, std::process::id(), &here, planned);

@@ -257,12 +257,7 @@ impl Job {
             (job.settings.availability.as_ref()).map_or("none".into(), |p| p.display().to_string())
         );
         job.start_watching();
-        binding::warn_if_not_on_planned_host(
-            &job.settings,
-            &job.location,
-            job.comm.rank() as usize,
-        );
-        job.bind();
+        job.check_host_and_bind();
         job.note_process("start");
         Ok(job)
     }
@@ -374,12 +369,7 @@ impl Job {
             contention: a.contention,
             _universe: None,
         };
-        binding::warn_if_not_on_planned_host(
-            &job.settings,
-            &job.location,
-            job.comm.rank() as usize,
-        );
-        job.bind();
+        job.check_host_and_bind();
         job.note_process("arrived");
         crate::migrate::timeline::step("new: ready");
         Ok(job)
@@ -559,6 +549,14 @@ impl Job {
     /// The launcher of the implementation that runs this job.
     fn launcher(&self) -> &'static dyn Launcher {
         launcher(self.settings.mpi.unwrap_or_default())
+    }
+
+    /// At a start or an arrival: warns (and records) when this process is not on its
+    /// planned host ([`binding::warn_if_not_on_planned_host`]), then binds it.
+    fn check_host_and_bind(&self) {
+        let rank = self.comm.rank() as usize;
+        binding::warn_if_not_on_planned_host(&self.settings, &self.location, rank, self.launcher());
+        self.bind();
     }
 
     /// Binds this process to the core of its planned location ([`binding::bind`]), by
