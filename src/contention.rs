@@ -288,14 +288,29 @@ pub struct WaitReader {
     last_time: std::time::Instant,
 }
 
+/// Why the `schedstat` file at `path` gives no waits: the error opening or reading it,
+/// or its text, which is not the kernel's three numbers.
+fn why_unreadable(path: &std::path::Path) -> String {
+    match std::fs::read_to_string(path) {
+        Err(e) => e.to_string(),
+        Ok(text) => format!(
+            "{:?} is not a schedstat line (run_ns wait_ns timeslices)",
+            text.trim_end()
+        ),
+    }
+}
+
 impl WaitReader {
     /// Starts reading now; a reader that samples nothing where the kernel gives no
     /// run-queue delay (said once, in a warning).
     pub fn start() -> Self {
-        let reader = Self::open(std::path::Path::new("/proc/thread-self/schedstat"));
+        let path = std::path::Path::new("/proc/thread-self/schedstat");
+        let reader = Self::open(path);
         if !reader.reads() {
             log::warn!(
-                "contention watch: /proc/thread-self/schedstat cannot be read here: this rank's waits for a CPU are not measured"
+                "contention watch: {}: {}: this rank's waits for a CPU are not measured",
+                path.display(),
+                why_unreadable(path)
             );
         }
         reader
@@ -711,6 +726,8 @@ mod tests {
         let unreadable = dir.path().join("garbled");
         std::fs::write(&unreadable, "not a schedstat line\n").unwrap();
         assert!(!WaitReader::open(&unreadable).reads());
+        assert!(why_unreadable(&unreadable).contains("\"not a schedstat line\""));
+        assert!(why_unreadable(&dir.path().join("schedstat")).contains("No such file"));
         // Ranks 0 and 1 wait alike; rank 2's kernel gives no schedstat. Taken for an
         // idle node, n3 would make n2 look contended (excess 0.55) and move rank 1.
         let four_nodes =
