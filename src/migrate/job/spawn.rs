@@ -96,6 +96,20 @@ impl Job {
         None
     }
 
+    /// Calls a held `migration` off (`outcome`, `detail`): the time since the ranks were
+    /// `held` counts as the iteration's migration time, and the record says why.
+    fn abandon_held(
+        &mut self,
+        outcome: &str,
+        detail: String,
+        migration: &Migration,
+        held: Instant,
+    ) {
+        self.iterations
+            .charge(migration.scheduling, held.elapsed().as_secs_f64());
+        self.record_abandoned(outcome, detail, migration);
+    }
+
     /// Carries `migration` out with every rank held for the spawn (where the spawn
     /// cannot run in the background, [`Job::blocking_spawn_reason`]). Collective.
     pub(super) fn migrate_blocking<T: Serialize>(
@@ -121,9 +135,7 @@ impl Job {
         let leaving = match self.serialise_leaving_state(state, &migration.plan) {
             Ok(leaving) => leaving,
             Err(failed) => {
-                self.iterations
-                    .charge(scheduling, held.elapsed().as_secs_f64());
-                self.record_abandoned(UNSERIALISED_OUTCOME, failed.to_string(), &migration);
+                self.abandon_held(UNSERIALISED_OUTCOME, failed.to_string(), &migration, held);
                 return Ok(());
             }
         };
@@ -136,9 +148,7 @@ impl Job {
         let inter = match spawned {
             Ok(inter) => inter,
             Err(e) => {
-                self.iterations
-                    .charge(scheduling, held.elapsed().as_secs_f64());
-                self.record_abandoned(SPAWN_FAILED_OUTCOME, e.to_string(), &migration);
+                self.abandon_held(SPAWN_FAILED_OUTCOME, e.to_string(), &migration, held);
                 return Ok(());
             }
         };
