@@ -14,6 +14,7 @@
 mod hwloc;
 mod hwloc_stderr;
 mod os_cpus;
+mod rank_groups;
 mod tree;
 
 pub use hwloc::{MAX_SYNTHETIC_LEAVES, MAX_SYNTHETIC_WORK};
@@ -188,6 +189,16 @@ pub enum TopologyError {
     /// The tree has no leaf (no core, or everything filtered away).
     #[error("the topology has no usable leaf")]
     NoLeaves,
+    /// A rank needs more cores than the node's tree has ([`Tree::grouped`]).
+    #[error(
+        "a node of {leaves} cores cannot hold a rank of {cores_per_rank} cores per rank; give fewer cores per rank or a larger node tree"
+    )]
+    RankLargerThanNode {
+        /// Leaves of the node's tree.
+        leaves: usize,
+        /// Cores each rank needs.
+        cores_per_rank: usize,
+    },
     /// A synthetic description hwloc would take too long to build (see
     /// [`MAX_SYNTHETIC_WORK`]).
     #[error(
