@@ -27,6 +27,7 @@
 mod cost;
 mod node_trees;
 mod placement;
+mod rank_slots;
 mod steps;
 
 use std::collections::BTreeMap;
@@ -41,6 +42,7 @@ use crate::treematch::MapError;
 pub use cost::{location_hops_on, placement_hop_bytes, placement_hop_bytes_on};
 pub use node_trees::{NodeTrees, logical_node_tree};
 pub use placement::{Location, Placement, PlacementError};
+pub use rank_slots::RankSlots;
 pub use steps::{Targets, place_leavers, select_leavers};
 
 /// How step 2 chooses where the leavers land.
@@ -117,6 +119,16 @@ pub enum PlanError {
     /// No core at all.
     #[error("no cores available at all; the job keeps its current placement")]
     NoCores,
+    /// No node offers the cores of one rank ([`RankSlots`]).
+    #[error(
+        "no node offers the {cores_per_rank} cores of one rank (the largest offers {largest}); the job keeps its current placement"
+    )]
+    NoRoomForRank {
+        /// Cores each rank runs on.
+        cores_per_rank: usize,
+        /// The most cores one node offers.
+        largest: usize,
+    },
     /// A core of the placement or of a cpus= list does not exist in the node tree.
     #[error("node {node}: core {core} does not exist (the node topology has {cores} cores)")]
     NoSuchCore {

@@ -14,6 +14,7 @@
 mod hwloc;
 mod hwloc_stderr;
 mod os_cpus;
+mod rank_cpus;
 mod rank_groups;
 mod tree;
 
@@ -23,6 +24,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 pub use os_cpus::{CpuSelectionError, leaves_on_cpus};
+pub use rank_cpus::{CoreSpread, slot_cpus};
 pub use tree::{Leaf, Shape, Tree};
 
 /// What the leaves of a tree are.
