@@ -76,6 +76,17 @@ pub enum Command {
     ///
     /// Example: rankmig emulated-host h1 hostname
     EmulatedHost(EmulatedHostArgs),
+    /// Bind this process to its CPUs, then run PROGRAM in its place (same process).
+    /// `rankmig run --cores-per-rank C` (C > 1) starts each rank through it: FILE has
+    /// one `INDEX CPUS` line per process of the launch (CPUS such as `0-1` or `-` for
+    /// unbound), and the process takes the line of its rank in the launch
+    /// (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID), so that the
+    /// program's OpenMP runtime sees those CPUs when it loads. A line that cannot be
+    /// read or applied is reported and the program runs unbound; RANKMIG_BIND=off
+    /// leaves it unbound.
+    ///
+    /// Example: OMPI_COMM_WORLD_RANK=0 rankmig bind-exec --cpus-file cpus.txt -- ./app
+    BindExec(BindExecArgs),
     /// Print the levels, arities and leaf count of a topology.
     ///
     /// Example: rankmig topology --topology xml:tests/data/topologies/32em64t-2n8c2t-pci-noio.xml --nodes 4
@@ -466,6 +477,17 @@ pub struct RunArgs {
     /// cache shared by two or more cores is a level, as in `rankmig map --help`).
     #[arg(long, conflicts_with = "restart")]
     pub no_shared_caches: bool,
+    /// Cores each rank runs on (a rank with C threads, MPI+OpenMP). A node offering N
+    /// cores in the availability file holds floor(N/C) ranks; each rank is placed on a
+    /// group of C cores inside the smallest part of the node's tree that holds C (a
+    /// NUMA node, a package), and the launcher starts it through `rankmig bind-exec`,
+    /// which binds it to those cores before the program starts, so that its OpenMP
+    /// runtime sees them. Default: SLURM_CPUS_PER_TASK inside a Slurm job, else
+    /// OMP_NUM_THREADS when set, else 1; the start line says which value was taken
+    /// and from where.
+    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..=4096),
+          conflicts_with = "restart", env = "RANKMIG_CORES_PER_RANK")]
+    pub cores_per_rank: Option<u32>,
     /// Pass ARG to the launcher, mpirun or mpiexec (repeatable; also
     /// RANKMIG_MPIRUN_ARGS, whitespace separated). The environment reaches the launcher
     /// as it is (OMPI_MCA_*, PRTE_MCA_*, MPIR_CVAR_*, HYDRA_* variables among it).
@@ -594,6 +616,7 @@ impl RunArgs {
             allow_new_hosts: self.allow_new_hosts,
             node_topology: self.node_topology.clone(),
             no_shared_caches: self.no_shared_caches,
+            cores_per_rank: self.cores_per_rank.map(|c| c as usize),
             mpirun_args: self.mpirun_args.clone(),
             matrix: self.matrix.clone(),
             matrix_format: self.matrix_format,
@@ -625,6 +648,17 @@ pub struct EmulatedHostArgs {
     /// The command to run there (given to /bin/sh -c, as ssh does).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
+}
+
+/// Arguments of `rankmig bind-exec`.
+#[derive(Debug, Args)]
+pub struct BindExecArgs {
+    /// The CPU sets of the launch (`INDEX CPUS` lines).
+    #[arg(long, value_name = "FILE")]
+    pub cpus_file: PathBuf,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    pub program: Vec<String>,
 }
 
 /// `rankmig report`.

@@ -73,6 +73,8 @@ pub enum CliError {
     #[error(transparent)]
     Run(#[from] RunError),
     #[error(transparent)]
+    BindExec(crate::bind_exec::BindExecError),
+    #[error(transparent)]
     Report(#[from] rankmig::report::ReportError),
     #[error("{}: {source}", path.display())]
     Write {
@@ -94,6 +96,8 @@ impl CliError {
             CliError::Hosts(_) | CliError::EmulatedHost(EmulatedHostError::Usage(_)) => 2,
             CliError::Run(err) if err.is_usage() => 2,
             CliError::JobFailed(code) => *code,
+            // as a shell exits when it cannot execute a command
+            CliError::BindExec(_) => 127,
             // as `ssh` exits when it cannot reach a host
             CliError::EmulatedHost(EmulatedHostError::Down { .. }) => 255,
             _ => 1,
@@ -127,6 +131,10 @@ pub fn run(cli: Cli, config: Option<Result<Configuration, ConfigError>>) -> Resu
             })
         }
         Command::Man(args) => write_man_pages(args.dir.as_deref()),
+        Command::BindExec(args) => Err(CliError::BindExec(crate::bind_exec::bind_then_exec(
+            &args.cpus_file,
+            &args.program,
+        ))),
         Command::EmulatedHost(args) => {
             rankmig::emulated_cluster::exec_on_host(&args.host, &args.command)?;
             Ok(())

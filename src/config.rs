@@ -119,6 +119,13 @@ pub const SETTINGS: &[Setting] = &[
         doc: "seconds between two availability checks (--check-interval)",
     },
     Setting {
+        key: "run.cores_per_rank",
+        env: "RANKMIG_CORES_PER_RANK",
+        carrier: Carrier::Flag("cores_per_rank"),
+        default: "(SLURM_CPUS_PER_TASK, OMP_NUM_THREADS, 1)",
+        doc: "cores each rank runs on (--cores-per-rank)",
+    },
+    Setting {
         key: "run.auto_restart",
         env: "RANKMIG_AUTO_RESTART",
         carrier: Carrier::Flag("auto_restart"),

@@ -3,6 +3,7 @@
 // As in the library (src/lib.rs): errors are returned, not unwrapped.
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
+mod bind_exec;
 mod cli;
 mod commands;
 
@@ -18,7 +19,7 @@ fn main() {
     let args = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if !matches!(
         args.command,
-        cli::Command::Run(_) | cli::Command::EmulatedHost(_)
+        cli::Command::Run(_) | cli::Command::EmulatedHost(_) | cli::Command::BindExec(_)
     ) {
         end_quietly_on_closed_output();
     }
@@ -54,7 +55,9 @@ fn end_quietly_on_closed_output() {
 /// set; the library then captures that reason for its error. Set here, before any thread
 /// exists, unless the user chose a value.
 fn ask_hwloc_for_reasons() {
-    if std::env::var_os("HWLOC_SYNTHETIC_VERBOSE").is_none() {
+    // Not for `bind-exec`, whose environment becomes a rank's program's.
+    let binds = std::env::args_os().nth(1).is_some_and(|a| a == "bind-exec");
+    if !binds && std::env::var_os("HWLOC_SYNTHETIC_VERBOSE").is_none() {
         // SAFETY: first statement of main, no other thread reads the environment yet.
         unsafe { std::env::set_var("HWLOC_SYNTHETIC_VERBOSE", "1") };
     }

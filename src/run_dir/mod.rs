@@ -12,11 +12,14 @@
 //!   `rankmig run` through files (a relaunch wanted, a rank off its planned host);
 //! - [`spawn_watch`]: the marker rank 0 leaves while a spawn is under way, whose age
 //!   `rankmig run` checks;
+//! - [`cpu_sets`]: the CPUs of each process of a launch or spawn of ranks of several
+//!   cores, read by `rankmig bind-exec` before the program starts;
 //! - [`launch_request`]: rank 0's request that `rankmig run` launch replacement
 //!   processes instead of a spawn, and the replies.
 //!
 //! Nothing here uses MPI: the module builds without the `mpi` feature.
 
+pub mod cpu_sets;
 pub mod launch_request;
 pub mod record;
 pub mod settings;

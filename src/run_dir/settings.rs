@@ -25,6 +25,14 @@ pub const ENV_MATRIX_FORMAT: &str = "RANKMIG_MATRIX_FORMAT";
 pub const ENV_PLACEMENT: &str = "RANKMIG_PLACEMENT";
 /// Cores of the largest logical node (the node tree used for planning is flat).
 pub const ENV_CORES_PER_NODE: &str = "RANKMIG_CORES_PER_NODE";
+/// Cores each rank runs on (`rankmig run --cores-per-rank`; default 1): a node of N
+/// cores holds ⌊N/C⌋ ranks, a placement's core is a group of C cores of its node
+/// ([`crate::planner::RankSlots`]).
+pub const ENV_CORES_PER_RANK: &str = "RANKMIG_CORES_PER_RANK";
+/// The `rankmig` command of the run (set by `rankmig run`): with ranks of several
+/// cores, replacement processes are started through its `bind-exec`, which binds them
+/// to their cores before the program starts ([`super::cpu_sets`]).
+pub const ENV_RANKMIG_EXE: &str = "RANKMIG_EXE";
 /// A communication matrix file used for planning instead of the live counts.
 pub const ENV_MATRIX: &str = "RANKMIG_MATRIX";
 /// Hosts of the allocation, comma separated: set in multi-host mode, where node names
@@ -83,6 +91,11 @@ pub struct JobSettings {
     pub placement: Option<PathBuf>,
     /// Cores per logical node (planning tree).
     pub cores_per_node: usize,
+    /// Cores each rank runs on ([`ENV_CORES_PER_RANK`]).
+    pub cores_per_rank: usize,
+    /// The `rankmig` command that binds replacements before they start
+    /// ([`ENV_RANKMIG_EXE`]).
+    pub rankmig_exe: Option<PathBuf>,
     /// Matrix file for planning.
     pub matrix: Option<PathBuf>,
     /// Its format.
@@ -171,6 +184,7 @@ impl JobSettings {
             calls => CheckSpacing::Calls(calls),
         };
         let cores_per_node = positive(ENV_CORES_PER_NODE, env_number(ENV_CORES_PER_NODE, 1)?)?;
+        let cores_per_rank = positive(ENV_CORES_PER_RANK, env_number(ENV_CORES_PER_RANK, 1)?)?;
         Ok(Self {
             run_dir: path(ENV_RUN_DIR),
             availability: path(ENV_AVAILABILITY),
@@ -182,6 +196,12 @@ impl JobSettings {
                 value: cores_per_node.to_string(),
                 expected: "a core count this machine can address",
             })?,
+            cores_per_rank: usize::try_from(cores_per_rank).map_err(|_| SettingsError {
+                var: ENV_CORES_PER_RANK,
+                value: cores_per_rank.to_string(),
+                expected: "a core count this machine can address",
+            })?,
+            rankmig_exe: path(ENV_RANKMIG_EXE),
             matrix: path(ENV_MATRIX),
             matrix_format: env_matrix_format()?,
             spawn_program: path(ENV_SPAWN_PROGRAM),

@@ -18,13 +18,17 @@ use crate::topology::{CacheLevels, LeafKind, TopologySpec, Tree};
 use crate::allocation::{Allocation, AllocationError, without_lost_hosts};
 use crate::launcher::{Launcher, MpiImplementation, launcher};
 use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
-use crate::planner::{Placement, logical_node_tree, place};
+use crate::planner::{Placement, RankSlots, logical_node_tree, place};
 
 /// How a job is launched; saved as `run.json` so `--restart` can launch it again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSpec {
     /// Ranks.
     pub ranks: usize,
+    /// Cores each rank runs on, and where that came from (`--cores-per-rank`, ...); an
+    /// older `run.json` without it ran ranks of one core.
+    #[serde(default)]
+    pub cores_per_rank: super::cores_per_rank::CoresPerRank,
     /// The availability file (absolute).
     pub availability: PathBuf,
     /// Matrix used for placement and planning, if any (absolute).
@@ -365,18 +369,41 @@ pub fn node_tree(spec: &RunSpec, availability: &Availability) -> Result<Tree, La
 /// Initial placement of the job for the current availability, and the cores of the
 /// planning tree's node.
 pub fn initial_placement(spec: &RunSpec) -> Result<(Placement, usize), LaunchError> {
-    planned_placement(spec, LaunchKind::Fresh).map(|(placement, cores, _)| (placement, cores))
+    planned_placement(spec, LaunchKind::Fresh).map(|planned| (planned.placement, planned.cores))
 }
 
-/// [`initial_placement`] for a launch of `kind`, and the content of the availability
-/// file it was planned for.
+/// What a launch is placed for and where its ranks go.
+#[derive(Debug, Clone)]
+pub(super) struct PlannedLaunch {
+    /// Where each rank starts (cores are rank slots: groups of the ranks' cores).
+    pub placement: Placement,
+    /// Cores of the planning tree's node (in cores, not slots).
+    pub cores: usize,
+    /// The content of the availability file the launch was planned for.
+    pub content: Vec<u8>,
+    /// That availability.
+    pub availability: Availability,
+}
+
+/// [`initial_placement`] for a launch of `kind`, with the availability it was planned
+/// for. Ranks of several cores ([`RunSpec::cores_per_rank`]) are placed on groups of
+/// that many cores ([`RankSlots`]); a node offering fewer is named and left out.
 pub(super) fn planned_placement(
     spec: &RunSpec,
     kind: LaunchKind,
-) -> Result<(Placement, usize, Vec<u8>), LaunchError> {
+) -> Result<PlannedLaunch, LaunchError> {
     let (content, availability) = launch_availability(spec, kind)?;
-    let tree = node_tree(spec, &availability)?;
-    let mut placement = place(&availability, &graph_for(spec)?, &tree)?;
+    let cores_tree = node_tree(spec, &availability)?;
+    let slots = RankSlots::new(spec.cores_per_rank.count);
+    for (node, cores) in slots.too_small(&availability) {
+        log::warn!(
+            "{node} offers {cores} cores, fewer than one rank's {}: no rank is placed there",
+            slots.cores_per_rank()
+        );
+    }
+    let in_ranks = slots.availability(&availability, &|_| &cores_tree)?;
+    let tree = slots.tree(&cores_tree)?;
+    let mut placement = place(&in_ranks, &graph_for(spec)?, &tree)?;
     if let Some(allocation) = &spec.allocation {
         let get = |k: &str| std::env::var(k).ok();
         let in_slurm = crate::rms::slurm::current_job().is_some();
@@ -384,7 +411,12 @@ pub(super) fn planned_placement(
             placement = placement.in_node_blocks(&allocation.host_names());
         }
     }
-    Ok((placement, tree.leaf_count(), content))
+    Ok(PlannedLaunch {
+        placement,
+        cores: cores_tree.leaf_count(),
+        content,
+        availability,
+    })
 }
 
 pub(super) fn write(path: &Path, text: &str) -> Result<(), LaunchError> {

@@ -8,13 +8,17 @@ use std::path::Path;
 use std::process::Command;
 
 use super::launch::{
-    LaunchError, LaunchKind, RunSpec, check_program, planned_placement, save_spec, write,
+    LaunchError, LaunchKind, PlannedLaunch, RunSpec, check_program, planned_placement, save_spec,
+    write,
 };
 use super::progress::launch_line;
 use super::rank_environment::{rank_environment, user_launcher_args};
 use crate::launcher::JobLaunch;
 use crate::planner::{Location, Placement};
+use crate::run_dir::cpu_sets::{self, Hosts};
 use crate::run_dir::launch_request::{ENV_JOIN, LaunchRequest};
+use crate::run_dir::settings::{ENV_EMULATED_HOSTS, ENV_RANKMIG_EXE};
+use crate::topology::{LeafKind, TopologySpec};
 
 /// Prepares the run directory: `run.json`, the placement of this launch, the rankfile
 /// and (multi-host mode) the launcher's hostfile. Returns the launch command. A launch
@@ -26,19 +30,20 @@ pub fn prepare(spec: &RunSpec, kind: LaunchKind) -> Result<Command, LaunchError>
         source,
     })?;
     let restart = kind.from_checkpoint();
-    let (placement, cores, planned_for) = planned_placement(spec, kind)?;
+    let planned = planned_placement(spec, kind)?;
+    let (placement, cores) = (&planned.placement, planned.cores);
     save_spec(spec)?;
     let launch = if restart {
         format!("restart-{}", restarts_so_far(&spec.run_dir) + 1)
     } else {
         "0".to_owned()
     };
-    log::info!("{}", launch_line(spec, &placement, restart));
+    log::info!("{}", launch_line(spec, placement, restart));
     let placement_path = spec.run_dir.join(format!("placement-{launch}.txt"));
     write(&placement_path, &placement.to_text())?;
     write(
         &spec.run_dir.join("rankfile"),
-        &crate::output::plan::placement_rankfile(&placement),
+        &crate::output::plan::placement_rankfile(placement),
     )?;
     let launcher = spec.launcher();
     let hostfile = match &spec.allocation {
@@ -46,7 +51,7 @@ pub fn prepare(spec: &RunSpec, kind: LaunchKind) -> Result<Command, LaunchError>
             let path = spec.run_dir.join(format!("hostfile-{launch}.txt"));
             write(
                 &path,
-                &launcher.hostfile(&placement, &spec.usable_hosts(allocation)),
+                &launcher.hostfile(placement, &spec.usable_hosts(allocation)),
             )?;
             Some(path)
         }
@@ -55,7 +60,7 @@ pub fn prepare(spec: &RunSpec, kind: LaunchKind) -> Result<Command, LaunchError>
     // The ranks start following the content this launch was placed for, so an edit
     // made while they start is acted on.
     let planned_path = spec.run_dir.join(format!("availability-{launch}.txt"));
-    std::fs::write(&planned_path, &planned_for).map_err(|source| LaunchError::RunDir {
+    std::fs::write(&planned_path, &planned.content).map_err(|source| LaunchError::RunDir {
         path: planned_path.clone(),
         source,
     })?;
@@ -64,11 +69,65 @@ pub fn prepare(spec: &RunSpec, kind: LaunchKind) -> Result<Command, LaunchError>
         crate::run_dir::settings::ENV_PLANNED_AVAILABILITY.to_owned(),
         planned_path.display().to_string(),
     ));
-    let mut cmd = launcher_command(spec, &placement, hostfile.as_deref(), &env, &spec.program);
+    let program = match spec.cores_per_rank.count {
+        1 => spec.program.clone(),
+        _ => bound_program(spec, &planned, cores, &launch, &mut env)?,
+    };
+    let mut cmd = launcher_command(spec, placement, hostfile.as_deref(), &env, &program);
     // The binary sets it for its own error messages; in the ranks it would make every
     // topology load redirect their standard error for a moment.
     cmd.env_remove("HWLOC_SYNTHETIC_VERBOSE");
     Ok(cmd)
+}
+
+/// With ranks of several cores: writes the CPUs of each rank of this launch
+/// (`cpus-LAUNCH.txt`, [`cpu_sets`]) and returns the program wrapped in `rankmig
+/// bind-exec`, which binds each rank to its cores before the program starts. `env`
+/// gets [`ENV_RANKMIG_EXE`], for the replacements of later migrations.
+fn bound_program(
+    spec: &RunSpec,
+    planned: &PlannedLaunch,
+    cores_per_node: usize,
+    launch: &str,
+    env: &mut Vec<(String, String)>,
+) -> Result<Vec<String>, LaunchError> {
+    let exe = std::env::current_exe().map_err(|source| LaunchError::RunDir {
+        path: "/proc/self/exe".into(),
+        source,
+    })?;
+    let machine = TopologySpec::Live.load_with(LeafKind::Core, spec.cache_levels())?;
+    let hosts = match (&spec.allocation, emulated_hosts()) {
+        (None, _) => Hosts::Logical { cores_per_node },
+        (Some(_), true) => Hosts::Emulated,
+        (Some(_), false) => Hosts::Real,
+    };
+    let sets = cpu_sets::for_placement(
+        &planned.placement,
+        &planned.availability,
+        &machine,
+        spec.cores_per_rank.count,
+        hosts,
+    );
+    if (0..planned.placement.len()).any(|rank| sets.get(rank).is_none()) {
+        log::warn!(
+            "ranks of {} cores: some ranks share CPUs with more ranks than this machine has CPUs for, and run unbound ({})",
+            spec.cores_per_rank.count,
+            spec.run_dir.join(format!("cpus-{launch}.txt")).display()
+        );
+    }
+    let path = spec.run_dir.join(format!("cpus-{launch}.txt"));
+    sets.write(&path).map_err(|source| LaunchError::RunDir {
+        path: path.clone(),
+        source,
+    })?;
+    env.push((ENV_RANKMIG_EXE.to_owned(), exe.display().to_string()));
+    Ok(cpu_sets::bound_program(&exe, &path, &spec.program))
+}
+
+/// True when this `rankmig run` runs hosts emulated on one machine
+/// ([`ENV_EMULATED_HOSTS`] is `1`).
+fn emulated_hosts() -> bool {
+    std::env::var(ENV_EMULATED_HOSTS).is_ok_and(|v| v.trim() == "1")
 }
 
 /// The command that starts the replacement processes `request` asks for

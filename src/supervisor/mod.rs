@@ -15,6 +15,7 @@
 //! (`migrate`, another program).
 
 pub mod availability_lock;
+pub mod cores_per_rank;
 pub mod emulated;
 pub mod launch;
 pub mod launch_command;

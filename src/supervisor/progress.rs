@@ -59,13 +59,14 @@ pub fn launch_line(spec: &RunSpec, placement: &Placement, restart: bool) -> Stri
         format!("about every {} s", spec.check_interval_ms as f64 / 1000.0)
     };
     format!(
-        "{} {}; run directory {}; availability {} read {checks}, edits acted on after {} s unchanged",
+        "{} {}; {}; run directory {}; availability {} read {checks}, edits acted on after {} s unchanged",
         if restart {
             "restarting from the newest complete checkpoint:"
         } else {
             "starting"
         },
         placement_summary(placement, what),
+        spec.cores_per_rank.describe(),
         spec.run_dir.display(),
         spec.availability.display(),
         spec.settle_ms as f64 / 1000.0,

@@ -7,8 +7,9 @@ use crate::launcher::ENV_MPI;
 use crate::run_dir::launch_request::ENV_LAUNCHES_REPLACEMENTS;
 use crate::run_dir::settings::{
     ENV_ALLOW_NEW_HOSTS, ENV_AVAILABILITY, ENV_CHECK_EVERY, ENV_CHECK_INTERVAL_MS,
-    ENV_CORES_PER_NODE, ENV_HOSTS, ENV_LOST_HOSTS, ENV_MATRIX, ENV_MATRIX_FORMAT,
-    ENV_NO_SHARED_CACHES, ENV_NODE_TOPOLOGY, ENV_PLACEMENT, ENV_RUN_DIR, ENV_SETTLE_MS,
+    ENV_CORES_PER_NODE, ENV_CORES_PER_RANK, ENV_HOSTS, ENV_LOST_HOSTS, ENV_MATRIX,
+    ENV_MATRIX_FORMAT, ENV_NO_SHARED_CACHES, ENV_NODE_TOPOLOGY, ENV_PLACEMENT, ENV_RUN_DIR,
+    ENV_SETTLE_MS,
 };
 use crate::run_dir::spawn_watch::ENV_SPAWN_TIMEOUT_MS;
 
@@ -34,6 +35,10 @@ pub fn rank_environment(
         (ENV_AVAILABILITY.into(), path(&spec.availability)),
         (ENV_PLACEMENT.into(), path(placement)),
         (ENV_CORES_PER_NODE.into(), cores.to_string()),
+        (
+            ENV_CORES_PER_RANK.into(),
+            spec.cores_per_rank.count.to_string(),
+        ),
         (ENV_CHECK_EVERY.into(), spec.check_every.to_string()),
         (ENV_MATRIX_FORMAT.into(), spec.matrix_format.name().into()),
         (

@@ -33,6 +33,9 @@ pub struct RunSettings {
     pub node_topology: Option<String>,
     /// `--no-shared-caches`.
     pub no_shared_caches: bool,
+    /// `--cores-per-rank`; `None`: from the environment
+    /// ([`super::cores_per_rank::CoresPerRank::resolve`]).
+    pub cores_per_rank: Option<usize>,
     /// `--mpirun-arg`, in order.
     pub mpirun_args: Vec<String>,
     /// `--matrix`.
@@ -96,6 +99,9 @@ pub enum RunError {
     /// A run (restarted from a run directory) with no ranks.
     #[error("-n must be at least 1")]
     NoRanks,
+    /// The cores per rank the environment gives are not a number.
+    #[error(transparent)]
+    CoresPerRank(#[from] super::cores_per_rank::CoresPerRankError),
 }
 
 impl RunError {
@@ -135,8 +141,11 @@ impl RunSpec {
             Some(mpi) => mpi,
             None => crate::launcher::detect()?,
         };
+        let cores_per_rank =
+            super::cores_per_rank::CoresPerRank::resolve(settings.cores_per_rank, env)?;
         let spec = RunSpec {
             ranks: settings.ranks,
+            cores_per_rank,
             availability,
             matrix: settings.matrix.as_deref().map(absolute),
             matrix_format: settings.matrix_format,
@@ -243,6 +252,7 @@ mod tests {
             mpi: Some(MpiImplementation::OpenMpi4),
             allow_new_hosts: false,
             node_topology: None,
+            cores_per_rank: None,
             no_shared_caches: false,
             mpirun_args: Vec::new(),
             matrix: None,
