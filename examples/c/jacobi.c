@@ -11,6 +11,12 @@
  *
  * Run:       mpirun -np 4 target/jacobi-c --size 256 --iters 1000
  * Migrating: rankmig run -n 4 --availability av -- target/jacobi-c --size 256 --iters 1000
+ *
+ * Hybrid (MPI + OpenMP): built with -fopenmp, each sweep's rows are shared among the
+ * rank's OpenMP threads (each point is computed as without threads, so the checksum
+ * does not change), and every process prints its thread count and how many CPUs it
+ * may use. Ranks of 2 threads on 2 cores each:
+ *   OMP_NUM_THREADS=2 rankmig run -n 4 --cores-per-rank 2 --availability av -- target/jacobi-omp ...
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -22,6 +28,9 @@
 
 #include <mpi.h>
 #include <xxhash.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "rankmig.h" /* rankmig: the interface */
 
@@ -94,6 +103,9 @@ static void make_cart(MPI_Comm comm, void *arg) {
 /* One sweep: next = (up + down + left + right + h²) / 4, summed in the Rust example's order. */
 static void sweep(const double *rows, const double *up, const double *down, long n, long local,
                   double h2, double *next) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
     for (long i = 0; i < local; i++) {
         const double *above = i == 0 ? up : rows + (i - 1) * n;
         const double *below = i + 1 == local ? down : rows + (i + 1) * n;
@@ -170,6 +182,11 @@ int main(int argc, char **argv) {
                 ranks, iters);
     if (rank == 0 && rankmig_resumed() && iter > 0)
         fprintf(stderr, "jacobi-c: resumed at iteration %" PRIu64 "\n", iter);
+#ifdef _OPENMP
+    /* Every process, replacements included: its threads and the CPUs it may use. */
+    fprintf(stderr, "jacobi-c: process %ld, rank %d: %d OpenMP threads, %d CPUs available\n",
+            (long)getpid(), rank, omp_get_max_threads(), omp_get_num_procs());
+#endif
     double h = 1.0 / ((double)n + 1.0);
     double h2 = h * h;
 #ifdef JACOBI_CART_ONCE

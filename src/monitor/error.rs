@@ -38,6 +38,14 @@ pub enum MonitorError {
         /// Why.
         why: String,
     },
+    /// The process could not be bound to its CPUs (it may run unbound).
+    #[error("cannot bind to CPUs {cpus}: {why}")]
+    BindCpus {
+        /// The CPUs (OS numbers, as a list such as `0-1`).
+        cpus: String,
+        /// Why.
+        why: String,
+    },
     /// A matrix could not be written.
     #[error("{}: cannot write the matrix: {source}", path.display())]
     Export {

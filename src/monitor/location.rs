@@ -217,6 +217,40 @@ pub fn bind_to(logical: LogicalCore) -> Result<usize, MonitorError> {
     Ok(real)
 }
 
+/// Binds every thread of this process to the CPUs (OS numbers) `cpus`, unless the
+/// process already runs on exactly those (then nothing changes: threads that a
+/// threaded runtime placed inside the set stay where they are). Returns whether it
+/// bound.
+///
+/// ```no_run
+/// use rankmig::monitor::location::bind_to_cpus;
+/// if let Err(e) = bind_to_cpus(&[0, 1]) {
+///     eprintln!("running unbound: {e}");
+/// }
+/// ```
+pub fn bind_to_cpus(cpus: &[u32]) -> Result<bool, MonitorError> {
+    let list = crate::topology::format_index_list(cpus);
+    let error = |why: String| MonitorError::BindCpus {
+        cpus: list.clone(),
+        why,
+    };
+    if cpus.is_empty() {
+        return Err(error("no CPU".into()));
+    }
+    if allowed_cpus().is_some_and(|now| now.trim() == list) {
+        return Ok(false);
+    }
+    let topology = machine_topology().map_err(error)?;
+    let mut set = hwlocality::cpu::cpuset::CpuSet::new();
+    for &cpu in cpus {
+        set.set(cpu as usize);
+    }
+    topology
+        .bind_cpu(&set, CpuBindingFlags::PROCESS)
+        .map_err(|e| error(e.to_string()))?;
+    Ok(true)
+}
+
 /// This machine's hardware tree, discovered once per process: a discovery takes
 /// milliseconds, and a rank binds again after each migration.
 fn machine_topology() -> Result<&'static Topology, String> {

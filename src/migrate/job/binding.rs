@@ -6,9 +6,11 @@ use std::sync::OnceLock;
 use crate::availability::Availability;
 use crate::launcher::Launcher;
 use crate::monitor;
-use crate::planner::{Location, Placement};
+use crate::planner::{Location, Move, Placement};
+use crate::run_dir::cpu_sets::{self, Hosts};
 use crate::run_dir::record;
 use crate::run_dir::settings::{ENV_EMULATED_HOSTS, JobSettings};
+use crate::topology::{LeafKind, TopologySpec};
 
 /// In multi-host mode, warns when rank `rank`'s process does not run on the host its
 /// `location` names: the job's `launcher` mapped it elsewhere (as a launcher under Slurm did
@@ -80,6 +82,10 @@ pub(super) fn bind(
     if std::env::var("RANKMIG_BIND").is_ok_and(|v| v == "off") {
         return;
     }
+    if settings.cores_per_rank > 1 {
+        bind_to_cores(settings, location, placement, view, rank);
+        return;
+    }
     let cpus = usable_cpus();
     let (sharing, node_index, cores) = if settings.multi_host() {
         let here = placement.map_or(1, |p| {
@@ -112,6 +118,121 @@ pub(super) fn bind(
     if let Err(e) = monitor::location::bind_logical_core(node_index, location.core, cores.max(1)) {
         log::warn!("rank {rank}: {e}");
     }
+}
+
+/// Binds rank `rank`'s process, a rank of several cores, to the CPUs of its planned
+/// slot by the rule `rankmig bind-exec` applied before the program started
+/// ([`cpu_sets::for_placement`]: the same sets for the same placement and view). A
+/// process already on exactly those CPUs is left as it is, so that the threads an
+/// OpenMP runtime placed inside them (`OMP_PLACES`, `OMP_PROC_BIND`) stay where they
+/// are; otherwise (an arrival, or a rank whose node changed its place in the
+/// availability) every thread of the process is bound to the new set. Ranks that
+/// would share the machine's CPUs with too many others are let run on all of them.
+fn bind_to_cores(
+    settings: &JobSettings,
+    location: &Location,
+    placement: Option<&Placement>,
+    view: Option<&Availability>,
+    rank: usize,
+) {
+    let Some(view) = view else { return };
+    let machine = match machine_tree() {
+        Ok(tree) => tree,
+        Err(e) => {
+            log::warn!("rank {rank}: cannot read this machine's cores to bind: {e}");
+            return;
+        }
+    };
+    let hosts = job_hosts(settings);
+    // Before the job's placement is known, the rank's own location alone.
+    let alone = Placement::new(vec![location.clone()]);
+    let (job, index) = placement.map_or((&alone, 0), |p| (p, rank));
+    let sets = cpu_sets::for_placement(job, view, machine, settings.cores_per_rank, hosts);
+    let target: Vec<u32> = match sets.get(index) {
+        Some(cpus) => cpus.to_vec(),
+        // Unbound: every CPU of the machine.
+        None => machine
+            .leaves()
+            .iter()
+            .flat_map(|l| l.cpus.clone())
+            .collect(),
+    };
+    if let Err(e) = monitor::location::bind_to_cpus(&target) {
+        log::warn!("rank {rank}: {e}");
+    }
+}
+
+/// The command replacement processes of `moves` (in spawn order) start with: `program
+/// args` itself for ranks of one core; for ranks of several cores, when `rankmig run`
+/// gave its command ([`JobSettings::rankmig_exe`]) and a run directory,
+/// `rankmig bind-exec --cpus-file FILE -- program args`, FILE
+/// (`RUN_DIR/cpus-spawn-N.txt`, N = `migration`) giving the process of spawn index `i`
+/// the CPUs of `moves[i]`'s slot in the placement `after` by the availability `view`.
+/// Only the `writer` (rank 0) writes FILE; a failure to write it is reported and the
+/// replacements start unwrapped (they bind once running).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn replacement_command(
+    settings: &JobSettings,
+    moves: &[&Move],
+    after: &Placement,
+    view: Option<&Availability>,
+    (program, args): (String, Vec<String>),
+    migration: u64,
+    writer: bool,
+) -> (String, Vec<String>) {
+    let (Some(exe), Some(dir), Some(view), true) = (
+        &settings.rankmig_exe,
+        &settings.run_dir,
+        view,
+        settings.cores_per_rank > 1,
+    ) else {
+        return (program, args);
+    };
+    let path = dir.join(format!("cpus-spawn-{migration}.txt"));
+    if writer {
+        let written = machine_tree().and_then(|machine| {
+            let hosts = job_hosts(settings);
+            let sets =
+                cpu_sets::for_placement(after, view, machine, settings.cores_per_rank, hosts);
+            let in_order = moves.iter().map(|m| sets.get(m.rank).map(<[u32]>::to_vec));
+            (cpu_sets::CpuSets::new(in_order.collect()).write(&path)).map_err(|e| e.to_string())
+        });
+        if let Err(e) = written {
+            log::warn!(
+                "cannot write {}: {e}; the replacements bind once they run",
+                path.display()
+            );
+            return (program, args);
+        }
+    }
+    let mut command = std::iter::once(program).chain(args).collect::<Vec<_>>();
+    command = cpu_sets::bound_program(exe, &path, &command);
+    let program = command.remove(0);
+    (program, command)
+}
+
+/// How the job's nodes map onto machines: logical nodes, hosts emulated on this
+/// machine, or real hosts.
+fn job_hosts(settings: &JobSettings) -> Hosts {
+    match (settings.multi_host(), on_emulated_host()) {
+        (false, _) => Hosts::Logical {
+            cores_per_node: settings.cores_per_node,
+        },
+        (true, true) => Hosts::Emulated,
+        (true, false) => Hosts::Real,
+    }
+}
+
+/// This machine's tree (cores as leaves, with their CPUs), read once per process.
+fn machine_tree() -> Result<&'static crate::topology::Tree, String> {
+    static TREE: OnceLock<Result<crate::topology::Tree, String>> = OnceLock::new();
+    TREE.get_or_init(|| {
+        TopologySpec::Live
+            .load(LeafKind::Core)
+            .map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }
 
 /// True when this process runs on a host emulated on one machine

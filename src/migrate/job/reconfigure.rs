@@ -10,7 +10,7 @@ use crate::availability::Availability;
 use crate::matrix::{CommMatrix, SymGraph};
 use crate::monitor::gather::broadcast_bytes;
 use crate::monitor::{self, Traffic, WatchOutcome, Window};
-use crate::planner::{Location, NodeTrees, Placement, Plan, PlanOptions, plan_on};
+use crate::planner::{Location, NodeTrees, Placement, Plan, PlanOptions, RankSlots, plan_on};
 use crate::topology::{LeafKind, TopologySpec, Tree};
 
 use super::contention::{self, Decision};
@@ -268,14 +268,23 @@ impl Job {
         let planned: Option<Result<Plan, String>> = self.is_root().then(|| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let graph = self.planning_graph(placement.len(), live)?;
-                let node_tree = self.planning_tree(availability)?;
-                let trees = host_trees
-                    .into_iter()
-                    .fold(NodeTrees::uniform(&node_tree), |t, (host, tree)| {
-                        t.with_node(host, tree)
-                    });
+                let cores_tree = self.planning_tree(availability)?;
+                // Ranks of several cores: nodes and trees counted in rank slots.
+                let slots = RankSlots::new(self.settings.cores_per_rank);
+                let in_ranks = slots
+                    .availability(availability, &|node| {
+                        (host_trees.iter())
+                            .find(|(host, _)| host == node)
+                            .map_or(&cores_tree, |(_, tree)| tree)
+                    })
+                    .map_err(|e| e.to_string())?;
+                let node_tree = slots.tree(&cores_tree).map_err(|e| e.to_string())?;
+                let mut trees = NodeTrees::uniform(&node_tree);
+                for (host, tree) in &host_trees {
+                    trees = trees.with_node(host, slots.tree(tree).map_err(|e| e.to_string())?);
+                }
                 plan_on(
-                    availability,
+                    &in_ranks,
                     placement,
                     &graph,
                     &trees,

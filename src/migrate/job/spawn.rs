@@ -140,9 +140,9 @@ impl Job {
             }
         };
         let spawn_start = Instant::now();
-        let program = spawn_program(&self.settings)?;
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let groups = self.spawn_request(&migration.spawn_order(&self.settings.hosts));
+        let moves = migration.spawn_order(&self.settings.hosts);
+        let (program, args) = self.replacement_command(&moves, &migration.plan.placement)?;
+        let groups = self.spawn_request(&moves);
         let spawned = protocol::spawn(&self.comm, &program, &args, &groups);
         self.after_watched_spawn();
         let inter = match spawned {
@@ -302,7 +302,8 @@ impl Job {
             let moves = pending.migration.spawn_order(&self.settings.hosts);
             let state_sizes = pending.state_sizes.clone();
             self.mark_spawn_begun(moves.len());
-            let start = self.background_start(&moves, state_sizes)?;
+            let after = &pending.migration.plan.placement;
+            let start = self.background_start(&moves, after, state_sizes)?;
             Some(
                 std::thread::Builder::new()
                     .name("rankmig-spawn".into())
@@ -329,10 +330,10 @@ impl Job {
     fn background_start(
         &self,
         moves: &[&Move],
+        after: &Placement,
         state_sizes: Vec<u64>,
     ) -> Result<BackgroundStart, MigrateError> {
-        let program = spawn_program(&self.settings)?;
-        let args: Vec<String> = std::env::args().skip(1).collect();
+        let (program, args) = self.replacement_command(moves, after)?;
         let marker = self.spawn_marker_dir().map(Path::to_path_buf);
         let started = move || {
             crate::migrate::timeline::step("rank 0: spawn returned");
@@ -487,6 +488,30 @@ fn launch_bridge(
     protocol::close_port(&port);
     launch_request::clean(run_dir, &request.id);
     bridge
+}
+
+impl Job {
+    /// The program and arguments the replacements of `moves` (spawn order) start with,
+    /// `after` being the placement once they have arrived: this program and its
+    /// arguments, wrapped in `rankmig bind-exec` for ranks of several cores
+    /// ([`super::binding::replacement_command`]).
+    fn replacement_command(
+        &self,
+        moves: &[&Move],
+        after: &Placement,
+    ) -> Result<(String, Vec<String>), MigrateError> {
+        let program = spawn_program(&self.settings)?;
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        Ok(super::binding::replacement_command(
+            &self.settings,
+            moves,
+            after,
+            self.availability.view.as_ref(),
+            (program, args),
+            self.reconfigurations + 1,
+            self.is_root(),
+        ))
+    }
 }
 
 /// The program replacement processes run: `RANKMIG_SPAWN_PROGRAM`, else this one.
