@@ -34,6 +34,7 @@ mod docs_names;
 mod faults_mpi;
 mod fuzz_parsers;
 mod help_examples;
+mod hybrid;
 mod installed;
 mod layering;
 mod linked_mpi;
