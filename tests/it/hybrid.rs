@@ -58,13 +58,11 @@ fn threads_allowed(pid: u32) -> Vec<String> {
 /// The pid of the newest process of `rank` whose `processes.csv` event is `event`.
 fn pid_of(run: &Path, rank: usize, event: &str) -> Option<u32> {
     let text = fs::read_to_string(run.join("processes.csv")).ok()?;
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f.first()?.parse::<usize>().ok()? == rank && f.get(4)? == &event)
-                .then(|| f.get(1)?.parse().ok())?
-        })
-        .last()
+    text.lines().rev().find_map(|l| {
+        let f: Vec<&str> = l.split(',').collect();
+        (f.first()?.parse::<usize>().ok()? == rank && f.get(4)? == &event)
+            .then(|| f.get(1)?.parse().ok())?
+    })
 }
 
 /// The CPUs of the first two cores of this machine: a logical node's slot 0 of 2 cores.
