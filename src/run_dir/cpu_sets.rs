@@ -19,7 +19,7 @@
 //! assert_eq!(parse_line_of(&sets.to_text(), "f", 1).unwrap(), None);
 //! ```
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::availability::Availability;
 use crate::planner::Placement;
@@ -246,6 +246,18 @@ pub fn for_placement(
         })
         .collect();
     CpuSets::new(sets)
+}
+
+/// The CPU sets of launch `launch` of a run (`0`, `restart-1`, ...):
+/// `RUN_DIR/cpus-LAUNCH.txt`.
+pub fn launch_file(run_dir: &Path, launch: &str) -> PathBuf {
+    run_dir.join(format!("cpus-{launch}.txt"))
+}
+
+/// The CPU sets of the replacements of migration `migration` (1, 2, ...):
+/// `RUN_DIR/cpus-spawn-N.txt`.
+pub fn spawn_file(run_dir: &Path, migration: u64) -> PathBuf {
+    run_dir.join(format!("cpus-spawn-{migration}.txt"))
 }
 
 /// The command a launcher starts for `program` so that each process binds to its line

@@ -112,10 +112,10 @@ fn bound_program(
         log::warn!(
             "ranks of {} cores: some ranks share CPUs with more ranks than this machine has CPUs for, and run unbound ({})",
             spec.cores_per_rank.count,
-            spec.run_dir.join(format!("cpus-{launch}.txt")).display()
+            cpu_sets::launch_file(&spec.run_dir, launch).display()
         );
     }
-    let path = spec.run_dir.join(format!("cpus-{launch}.txt"));
+    let path = cpu_sets::launch_file(&spec.run_dir, launch);
     sets.write(&path).map_err(|source| LaunchError::RunDir {
         path: path.clone(),
         source,

@@ -188,7 +188,7 @@ pub(super) fn replacement_command(
     ) else {
         return (program, args);
     };
-    let path = dir.join(format!("cpus-spawn-{migration}.txt"));
+    let path = cpu_sets::spawn_file(dir, migration);
     if writer {
         let written = machine_tree().and_then(|machine| {
             let hosts = job_hosts(settings);
