@@ -278,6 +278,13 @@ pub struct NodeArgs {
     /// hostfile (`NAME slots=N`), colon (`NAME:N`) or nodefile (one name per slot).
     #[arg(long, value_enum, default_value_t = AvailabilityFormat::Auto)]
     pub availability_format: AvailabilityFormat,
+    /// Cores each rank runs on, as `rankmig run --cores-per-rank`: a node offering N
+    /// cores holds floor(N/C) ranks, and a placement's CORE is then a group of C cores
+    /// of the node's tree (group i: the i-th group of C cores inside the smallest
+    /// subtree holding C), not a core.
+    #[arg(long, value_name = "C", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub cores_per_rank: u32,
 }
 
 /// How the planner lands the ranks that leave (plan and simulate; `place` has no
@@ -294,6 +301,11 @@ impl NodeArgs {
     /// The cache levels the node's tree keeps.
     pub fn cache_levels(&self) -> CacheLevels {
         cache_levels(self.no_shared_caches)
+    }
+
+    /// The ranks' cores, for the planner.
+    pub fn rank_slots(&self) -> rankmig::planner::RankSlots {
+        rankmig::planner::RankSlots::new(self.cores_per_rank as usize)
     }
 }
 

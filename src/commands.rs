@@ -290,13 +290,15 @@ fn plan_options(args: &StepArgs) -> PlanOptions {
 fn run_place(args: &PlaceArgs) -> Result<(), CliError> {
     let availability = Availability::load(&args.availability, args.nodes.availability_format)?;
     let graph = load_matrix(&args.matrix)?.symmetric();
-    let node_tree = args
+    let cores_tree = args
         .nodes
         .node_topology
         .load_with(args.nodes.leaves, args.nodes.cache_levels())?;
+    let slots = args.nodes.rank_slots();
     let start = Instant::now();
-    let placement = rankmig::planner::place(&availability, &graph, &node_tree)?;
+    let placement = slots.place(&availability, &graph, &cores_tree)?;
     let seconds = start.elapsed().as_secs_f64();
+    let node_tree = slots.tree(&cores_tree)?;
     match args.format {
         PlaceFormat::Text => {
             print!("{}", placement.to_text());
@@ -304,7 +306,10 @@ fn run_place(args: &PlaceArgs) -> Result<(), CliError> {
             println!("# hop-bytes: {}", rankmig::matrix::format_volume(hb));
             println!("# placement time: {:.3} ms", seconds * 1e3);
         }
-        PlaceFormat::Rankfile => print!("{}", placement_rankfile_on(&placement, &node_tree)),
+        PlaceFormat::Rankfile => {
+            let cores = slots.cores_per_rank();
+            print!("{}", placement_rankfile_on(&placement, &cores_tree, cores));
+        }
         PlaceFormat::Json => println!("{}", serde_json::to_string_pretty(&placement)?),
     }
     Ok(())
@@ -319,7 +324,8 @@ fn run_plan(args: &PlanArgs) -> Result<(), CliError> {
         .node_topology
         .load_with(args.nodes.leaves, args.nodes.cache_levels())?;
     let start = Instant::now();
-    let plan = rankmig::planner::plan(
+    let slots = args.nodes.rank_slots();
+    let plan = slots.plan(
         &availability,
         &placement,
         &graph,
@@ -346,7 +352,8 @@ fn run_simulate(args: &SimulateArgs) -> Result<(), CliError> {
     for path in &args.steps {
         let availability = Availability::load(path, args.nodes.availability_format)?;
         let start = Instant::now();
-        let plan = rankmig::planner::plan(&availability, &placement, &graph, &node_tree, &options)?;
+        let slots = args.nodes.rank_slots();
+        let plan = slots.plan(&availability, &placement, &graph, &node_tree, &options)?;
         let seconds = start.elapsed().as_secs_f64();
         placement = plan.placement.clone();
         let name = path.file_name().map_or_else(

@@ -48,24 +48,45 @@ pub fn node_summary(plan: &Plan) -> String {
 /// A placement as an Open MPI rankfile: `slot=` is the placement's core (the leaf
 /// index in the node tree), right when the leaves are cores.
 pub fn placement_rankfile(placement: &Placement) -> String {
-    rankfile_lines(placement, |leaf| leaf)
+    rankfile_lines(placement, |leaf| leaf.to_string())
 }
 
 /// A placement as an Open MPI rankfile whose `slot=` is the hwloc logical index of the
 /// core of each rank's leaf of `node_tree`, as Open MPI 4.1 reads slots: with hardware
 /// threads as leaves, the core that holds the thread. A leaf without a core (a tree not
-/// read from hwloc) keeps its index.
-pub fn placement_rankfile_on(placement: &Placement, node_tree: &Tree) -> String {
+/// read from hwloc) keeps its index. With ranks of `cores_per_rank` cores, a
+/// placement's core is a group of that many cores of `node_tree`
+/// ([`Tree::rank_groups`]) and `slot=` lists their cores (`slot=0-1`).
+///
+/// ```
+/// use rankmig::output::plan::placement_rankfile_on;
+/// use rankmig::planner::Placement;
+/// use rankmig::topology::Tree;
+/// let node = Tree::from_arities(&[2, 2]).unwrap();
+/// let p = Placement::parse("0 n1 1\n", "p").unwrap();
+/// assert_eq!(placement_rankfile_on(&p, &node, 1), "rank 0=n1 slot=1\n");
+/// assert_eq!(placement_rankfile_on(&p, &node, 2), "rank 0=n1 slot=2-3\n");
+/// ```
+pub fn placement_rankfile_on(
+    placement: &Placement,
+    node_tree: &Tree,
+    cores_per_rank: usize,
+) -> String {
     let leaves = node_tree.leaves();
-    rankfile_lines(placement, |leaf| {
-        leaves
-            .get(leaf)
-            .and_then(|l| l.core)
-            .map_or(leaf, |core| core as usize)
+    let core_of = |leaf: usize| leaves.get(leaf).and_then(|l| l.core).unwrap_or(leaf as u32);
+    let groups = node_tree.rank_groups(cores_per_rank);
+    rankfile_lines(placement, |slot| match groups.get(slot) {
+        Some(group) => {
+            let mut cores: Vec<u32> = group.iter().map(|&leaf| core_of(leaf)).collect();
+            cores.sort_unstable();
+            cores.dedup();
+            crate::topology::format_index_list(&cores)
+        }
+        None => slot.to_string(),
     })
 }
 
-fn rankfile_lines(placement: &Placement, slot: impl Fn(usize) -> usize) -> String {
+fn rankfile_lines(placement: &Placement, slot: impl Fn(usize) -> String) -> String {
     let mut out = String::new();
     for (rank, l) in placement.locations().iter().enumerate() {
         let _ = writeln!(out, "rank {rank}={} slot={}", l.node, slot(l.core));

@@ -75,12 +75,13 @@ pub struct Move {
     pub to: Location,
 }
 
-/// Per-node figures of a plan.
+/// Per-node figures of a plan. With ranks of several cores ([`RankSlots`]) `cores`
+/// are the cores offered and the other figures count ranks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeLoad {
     /// Cores offered (0 = unavailable).
     pub cores: usize,
-    /// ⌈cores·N/T⌉.
+    /// ⌈slots·N/T⌉ (slots: the ranks the node's cores hold; T: their sum).
     pub max_procs: usize,
     /// Ranks before the plan.
     pub before: usize,

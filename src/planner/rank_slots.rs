@@ -21,9 +21,10 @@
 //! ```
 
 use crate::availability::{Availability, NodeOffer};
+use crate::matrix::SymGraph;
 use crate::topology::{TopologyError, Tree};
 
-use super::PlanError;
+use super::{Placement, Plan, PlanError, PlanOptions};
 
 /// How many cores each rank runs on, and the conversions that follow from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +107,51 @@ impl RankSlots {
             cpus,
             line: offer.line,
         }
+    }
+
+    /// [`super::plan`] for ranks of this many cores: `availability` counts cores,
+    /// `node_tree` is a node's tree in cores, `placement` and the plan's are in slots.
+    ///
+    /// ```
+    /// use rankmig::availability::{Availability, AvailabilityFormat};
+    /// use rankmig::matrix::CommMatrix;
+    /// use rankmig::planner::{PlanOptions, Placement, RankSlots};
+    /// use rankmig::topology::Tree;
+    /// let node = Tree::from_arities(&[2, 2]).unwrap(); // 2 packages of 2 cores
+    /// let now = Placement::parse("0 n1 0\n1 n1 1\n", "p").unwrap();
+    /// let av = Availability::parse("n1 0\nn2 4\n", "av", AvailabilityFormat::Auto).unwrap();
+    /// let m = CommMatrix::from_triples(2, [(0, 1, 9.0)]);
+    /// let p = RankSlots::new(2).plan(&av, &now, &m.symmetric(), &node, &PlanOptions::default()).unwrap();
+    /// assert!(p.moves.iter().all(|mv| mv.to.node == "n2"));
+    /// assert_eq!(p.nodes["n2"].max_procs, 2); // 4 cores: 2 ranks of 2
+    /// assert_eq!(p.nodes["n2"].cores, 4);
+    /// ```
+    pub fn plan(
+        self,
+        availability: &Availability,
+        placement: &Placement,
+        graph: &SymGraph,
+        node_tree: &Tree,
+        options: &PlanOptions,
+    ) -> Result<Plan, PlanError> {
+        let in_ranks = self.availability(availability, &|_| node_tree)?;
+        let mut plan = super::plan(&in_ranks, placement, graph, &self.tree(node_tree)?, options)?;
+        // The plan counts ranks; the nodes' cores are those of the file.
+        for (name, load) in &mut plan.nodes {
+            load.cores = availability.cores(name);
+        }
+        Ok(plan)
+    }
+
+    /// [`super::place`] for ranks of this many cores (see [`RankSlots::plan`]).
+    pub fn place(
+        self,
+        availability: &Availability,
+        graph: &SymGraph,
+        node_tree: &Tree,
+    ) -> Result<Placement, PlanError> {
+        let in_ranks = self.availability(availability, &|_| node_tree)?;
+        super::place(&in_ranks, graph, &self.tree(node_tree)?)
     }
 
     /// The nodes of `availability` that offer cores but fewer than one rank's, with

@@ -18,7 +18,7 @@ use crate::topology::{CacheLevels, LeafKind, TopologySpec, Tree};
 use crate::allocation::{Allocation, AllocationError, without_lost_hosts};
 use crate::launcher::{Launcher, MpiImplementation, launcher};
 use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
-use crate::planner::{Placement, RankSlots, logical_node_tree, place};
+use crate::planner::{Placement, RankSlots, logical_node_tree};
 
 /// How a job is launched; saved as `run.json` so `--restart` can launch it again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -401,9 +401,7 @@ pub(super) fn planned_placement(
             slots.cores_per_rank()
         );
     }
-    let in_ranks = slots.availability(&availability, &|_| &cores_tree)?;
-    let tree = slots.tree(&cores_tree)?;
-    let mut placement = place(&in_ranks, &graph_for(spec)?, &tree)?;
+    let mut placement = slots.place(&availability, &graph_for(spec)?, &cores_tree)?;
     if let Some(allocation) = &spec.allocation {
         let get = |k: &str| std::env::var(k).ok();
         let in_slurm = crate::rms::slurm::current_job().is_some();

@@ -413,3 +413,94 @@ fn residents_refinement_on_a_large_node_improves_on_the_paper_step() {
         paper.hop_bytes_after
     );
 }
+
+/// The hwloc XML tree of `file` (cores as leaves), from tests/data/topologies.
+fn xml_tree(file: &str) -> Tree {
+    let path = data(&format!("topologies/{file}"));
+    let spec: TopologySpec = format!("xml:{}", path.display()).parse().unwrap();
+    spec.load(LeafKind::Core).unwrap()
+}
+
+/// The package (child of the root's level holding packages) of each leaf of `tree`:
+/// the index of its ancestor at the level named `Package`.
+fn package_of_leaves(tree: &Tree) -> Vec<usize> {
+    let level = tree
+        .level_names()
+        .iter()
+        .position(|n| n == "Package")
+        .expect("a Package level");
+    let ancestors = tree.ancestor_table();
+    (0..tree.leaf_count())
+        .map(|leaf| ancestors[level][leaf] as usize)
+        .collect()
+}
+
+/// Ranks of 2 and 4 cores on two real machines, planned with `RankSlots`: every rank
+/// lands on a group of exactly C cores, no core is in two groups, a group lies in one
+/// package whenever the package's cores make whole groups, a node of N cores holds at
+/// most ⌊N/C⌋ ranks, and the ranks of a vanishing node move by the minimum number.
+#[test]
+fn ranks_of_two_and_four_cores_are_planned_on_groups_of_real_machines() {
+    use rankmig::planner::RankSlots;
+    let graph = CommMatrix::load(&data("matrices/cg.W.16.mat"), MatrixFormat::Auto)
+        .unwrap()
+        .symmetric();
+    for file in ["AMD-17h-Zen-2xEpyc-7451.xml", "32em64t-2n8c2t-pci-noio.xml"] {
+        let node = xml_tree(file);
+        let packages = package_of_leaves(&node);
+        let cores = node.leaf_count();
+        for c in [2usize, 4] {
+            let slots = RankSlots::new(c);
+            let groups = node.rank_groups(c);
+            assert_eq!(groups.len(), cores / c, "{file}, C={c}: ⌊N/C⌋ groups");
+            let mut seen = BTreeSet::new();
+            for g in &groups {
+                assert_eq!(g.len(), c, "{file}: {g:?}");
+                assert!(
+                    g.iter().all(|&leaf| seen.insert(leaf)),
+                    "{file}: {g:?} twice"
+                );
+            }
+            // Whole-package groups: each package's cores divide by C here.
+            for g in &groups {
+                let in_one = g.iter().all(|&l| packages[l] == packages[g[0]]);
+                assert!(in_one, "{file}, C={c}: group {g:?} straddles packages");
+            }
+            // 16 ranks on nodes that hold 16·C cores in all, then n1 vanishes.
+            let per_node = 16 * c / 4;
+            let text: String = (1..=4).map(|i| format!("n{i} {per_node}\n")).collect();
+            let before = slots.place(&avail(&text), &graph, &node).unwrap();
+            for l in before.locations() {
+                assert!(
+                    l.core < groups.len(),
+                    "{file}: slot {} of {}",
+                    l.core,
+                    groups.len()
+                );
+            }
+            let text_after = format!("n1 0\n{}n5 {per_node}\n", &text[text.find("n2").unwrap()..]);
+            let p = slots
+                .plan(
+                    &avail(&text_after),
+                    &before,
+                    &graph,
+                    &node,
+                    &PlanOptions::default(),
+                )
+                .unwrap();
+            assert_eq!(p.moves.len(), before.ranks_count_on("n1"), "{file}, C={c}");
+            assert_eq!(p.moves.len(), p.minimum_moves);
+            assert!(p.moves.iter().all(|m| m.to.node == "n5"), "{file}, C={c}");
+            for (name, load) in &p.nodes {
+                assert!(load.after * c <= load.cores, "{name}: {load:?}");
+            }
+            let mut taken = BTreeSet::new();
+            for l in p.placement.locations() {
+                assert!(
+                    taken.insert((l.node.clone(), l.core)),
+                    "slot {l:?} given twice"
+                );
+            }
+        }
+    }
+}
