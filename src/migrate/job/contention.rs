@@ -74,13 +74,14 @@ pub(super) fn reads_node_pressure(rank: usize, placement: Option<&Placement>) ->
 /// Rank 0, at a check `now` seconds into the run: the contention watch's decision if
 /// its window is over, for the ranks of `placement` on the nodes of `view`. Caps whose
 /// cool-down is over are lifted first; a machine busy everywhere is logged, a move, a
-/// report or a contended node with no room elsewhere is warned.
+/// report or a contended node with no room elsewhere is warned. Room is counted in
+/// ranks of `cores_per_rank` cores.
 pub(super) fn decide(
     watch: &mut ContentionWatch,
     settings: &ContentionSettings,
     now: f64,
-    placement: Option<&Placement>,
-    view: Option<&Availability>,
+    (placement, view): (Option<&Placement>, Option<&Availability>),
+    cores_per_rank: usize,
 ) -> Decision {
     for node in watch.lift_caps(now, settings) {
         log::info!("contention watch: {node}'s cool-down is over, it may be used again");
@@ -91,7 +92,7 @@ pub(super) fn decide(
     let rank_nodes: Vec<&str> = (0..placement.len())
         .map(|r| placement.location(r).node.as_str())
         .collect();
-    match watch.decide(now, settings, &rank_nodes, &offers(view)) {
+    match watch.decide(now, settings, &rank_nodes, &offers(view, cores_per_rank)) {
         Verdict::Quiet => Decision::Quiet,
         Verdict::AllContended { why } => {
             log::info!("{why}");
@@ -124,14 +125,21 @@ pub(super) fn decide(
 pub(super) fn planning_availability(
     watch: &ContentionWatch,
     availability: &Availability,
+    cores_per_rank: usize,
 ) -> Availability {
     if watch.caps().is_empty() {
         return availability.clone();
     }
-    let capped = watch.capped(&offers(availability));
+    let c = cores_per_rank.max(1);
+    let capped = watch.capped(&offers(availability, c));
     let nodes: Vec<NodeOffer> = (availability.nodes().iter())
         .zip(capped)
-        .map(|(n, (_, cores))| NodeOffer {
+        // A cap counts ranks: back to cores; an uncapped node keeps its cores.
+        .map(|(n, (_, ranks))| match ranks < n.cores / c {
+            true => (n, ranks * c),
+            false => (n, n.cores),
+        })
+        .map(|(n, cores)| NodeOffer {
             cores,
             cpus: n
                 .cpus
@@ -143,10 +151,11 @@ pub(super) fn planning_availability(
     Availability::from_offers(nodes).unwrap_or_else(|_| availability.clone())
 }
 
-/// Each node of `availability` with its cores.
-fn offers(availability: &Availability) -> Vec<(String, usize)> {
+/// Each node of `availability` with the ranks of `cores_per_rank` cores its cores hold
+/// (its cores for ranks of one core): the watch counts room and usable cores in ranks.
+fn offers(availability: &Availability, cores_per_rank: usize) -> Vec<(String, usize)> {
     (availability.nodes().iter())
-        .map(|n| (n.name.clone(), n.cores))
+        .map(|n| (n.name.clone(), n.cores / cores_per_rank.max(1)))
         .collect()
 }
 
@@ -164,6 +173,27 @@ mod tests {
                 })
                 .collect(),
         )
+    }
+
+    #[test]
+    fn a_cap_counts_ranks_of_several_cores_and_gives_cores_back_to_the_planner() {
+        use crate::availability::{Availability, AvailabilityFormat};
+        use crate::contention::ContentionWatch;
+        // n1 capped to 1 usable rank; ranks of 2 cores: the planner sees 2 of its 4 cores.
+        let watch: ContentionWatch = serde_json::from_value(serde_json::json!({
+            "pending": [], "window_start": 0.0,
+            "caps": [{"node": "n1", "usable": 1, "since": 0.0}], "no_room": null,
+        }))
+        .unwrap();
+        let av = Availability::parse("n1 4\nn2 3\n", "av", AvailabilityFormat::Native).unwrap();
+        assert_eq!(
+            super::offers(&av, 2),
+            [("n1".to_owned(), 2), ("n2".to_owned(), 1)]
+        );
+        let planning = super::planning_availability(&watch, &av, 2);
+        assert_eq!((planning.cores("n1"), planning.cores("n2")), (2, 3));
+        // Ranks of one core: the cap is in cores.
+        assert_eq!(super::planning_availability(&watch, &av, 1).cores("n1"), 1);
     }
 
     #[test]

@@ -88,7 +88,11 @@ impl Job {
             Vec::new()
         };
         let planning = match self.is_root() {
-            true => contention::planning_availability(&self.contention, &availability),
+            true => contention::planning_availability(
+                &self.contention,
+                &availability,
+                self.settings.cores_per_rank,
+            ),
             false => availability.clone(),
         };
         let planned = self.plan_on_root(&planning, &placement, &live, host_trees);
@@ -165,9 +169,9 @@ impl Job {
             return None;
         }
         let now = self.started.elapsed().as_secs_f64();
-        let (placement, view) = (self.placement.as_ref(), self.availability.view.as_ref());
-        let settings = &self.settings.contention;
-        match contention::decide(&mut self.contention, settings, now, placement, view) {
+        let job = (self.placement.as_ref(), self.availability.view.as_ref());
+        let (settings, c) = (&self.settings.contention, self.settings.cores_per_rank);
+        match contention::decide(&mut self.contention, settings, now, job, c) {
             Decision::Quiet => None,
             Decision::Move(why) => Some(why),
             Decision::Record { outcome, why } => {
