@@ -151,11 +151,19 @@ fn bind_to_cores(
     let target: Vec<u32> = match sets.get(index) {
         Some(cpus) => cpus.to_vec(),
         // Unbound: every CPU of the machine.
-        None => machine
-            .leaves()
-            .iter()
-            .flat_map(|l| l.cpus.clone())
-            .collect(),
+        None => {
+            if rank == 0 {
+                log::warn!(
+                    "ranks of {} cores: this machine has too few CPUs for its ranks (or rank 0's slot is past its node's groups): the ranks run on all its CPUs",
+                    settings.cores_per_rank
+                );
+            }
+            machine
+                .leaves()
+                .iter()
+                .flat_map(|l| l.cpus.clone())
+                .collect()
+        }
     };
     if let Err(e) = monitor::location::bind_to_cpus(&target) {
         log::warn!("rank {rank}: {e}");
