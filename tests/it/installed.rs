@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use crate::support::job::{Job, retry_on_hang, set_availability, wait_for};
-use crate::support::prefix::{install, installed_prefix};
+use crate::support::prefix::{install_as_documented, installed_prefix};
 use crate::support::{checksum, iterations_of, mpi_lock, plain_launch_with, records, wait_until};
 
 /// How long a step of a job (its start, a migration) may take.
@@ -161,9 +161,10 @@ fn an_installed_prefix_holds_the_library_its_packages_and_pages() {
 
     // Staged (DESTDIR), the library alone: the files land under the stage, the paths
     // inside them name the final prefix, the command is left out; the uninstall removes
-    // what the manifest lists.
+    // what the manifest lists. Both run `scripts/install.sh` itself, as the README
+    // writes it, not through `bash`: they fail if it lost its executable bit.
     let stage = tempfile::tempdir().expect("stage");
-    install(
+    install_as_documented(
         &["--prefix", "/opt/rankmig-test", "--library-only"],
         Some(stage.path()),
     );
@@ -175,9 +176,9 @@ fn an_installed_prefix_holds_the_library_its_packages_and_pages() {
         !staged.join("bin/rankmig").exists() && !staged.join("share/man").exists(),
         "--library-only installed the command"
     );
-    let mut uninstall = Command::new("bash");
+    let mut uninstall =
+        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install.sh"));
     uninstall
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install.sh"))
         .args(["--uninstall", "--prefix", "/opt/rankmig-test"])
         .env("DESTDIR", stage.path());
     run(uninstall, "install.sh --uninstall");

@@ -61,15 +61,33 @@ fn traps(dir: &Path) -> (PathBuf, String) {
     (bin, path)
 }
 
-/// Runs `scripts/install.sh` with `args`, the traps first on `PATH`, in this binary's
-/// target directory; asserts that it succeeded and called neither trap.
+/// Runs `bash scripts/install.sh` with `args`, the traps first on `PATH`, in this
+/// binary's target directory; asserts that it succeeded and called neither trap.
 pub fn install(args: &[&str], destdir: Option<&Path>) {
+    run_install(false, args, destdir)
+}
+
+/// [`install`], with `scripts/install.sh` executed itself as the README writes it
+/// (`scripts/install.sh --prefix DIR`), not through `bash`: it fails if the script
+/// lost its executable bit.
+pub fn install_as_documented(args: &[&str], destdir: Option<&Path>) {
+    run_install(true, args, destdir)
+}
+
+/// `scripts/install.sh ARGS`, executed itself if `direct`, else through `bash`.
+fn run_install(direct: bool, args: &[&str], destdir: Option<&Path>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let work = build_dir().join("installed");
     let (traps, path) = traps(&work);
-    let mut cmd = Command::new("bash");
-    cmd.arg(root.join("scripts/install.sh"))
-        .args(args)
+    let script = root.join("scripts/install.sh");
+    let mut cmd = if direct {
+        Command::new(&script)
+    } else {
+        let mut bash = Command::new("bash");
+        bash.arg(&script);
+        bash
+    };
+    cmd.args(args)
         .env("PATH", path)
         .env(
             "CARGO_TARGET_DIR",
@@ -79,7 +97,9 @@ pub fn install(args: &[&str], destdir: Option<&Path>) {
     if let Some(destdir) = destdir {
         cmd.env("DESTDIR", destdir);
     }
-    let out = cmd.output().expect("bash scripts/install.sh");
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{} {args:?}: {e}", script.display()));
     assert!(
         out.status.success(),
         "install.sh {args:?} failed:\n{}",
