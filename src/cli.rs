@@ -36,6 +36,8 @@ pub enum Command {
     /// Map the ranks of a communication matrix onto a topology with TreeMatch.
     ///
     /// Example: rankmig map --matrix tests/data/matrices/lu.W.16.mat --topology xml:tests/data/topologies/32em64t-2n8c2t-pci-noio.xml --nodes 4
+    ///
+    /// Example (K = 4 nodes of C = 4 cores; hwloc refuses a synthetic description whose last level is not pu, such as synthetic:core:4): rankmig map --matrix tests/data/matrices/lu.W.16.mat --topology synthetic:"core:4 pu:1" --nodes 4
     Map(MapArgs),
     /// Evaluate any mapping (e.g. another tool's output) on a matrix and topology.
     ///

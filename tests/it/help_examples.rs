@@ -1,4 +1,4 @@
-//! Every `Example:` of `rankmig COMMAND --help` runs as printed, from a directory laid
+//! Every `Example` of `rankmig COMMAND --help` runs as printed, from a directory laid
 //! out like the repository root (`tests`, `availability` and this build's target
 //! directory linked there), so the run it makes does not land in the source tree.
 
@@ -23,26 +23,33 @@ const COMMANDS: &[&str] = &[
     "man",
 ];
 
-/// The example of `rankmig COMMAND --help`: the paragraph starting with `Example`, from
-/// `rankmig ` on, its wrapped lines joined.
-fn example(command: &str) -> String {
+/// The examples of `rankmig COMMAND --help` (at least one): each paragraph starting
+/// with `Example`, from `rankmig ` on, its wrapped lines joined.
+fn examples(command: &str) -> Vec<String> {
     let out = Command::new(env!("CARGO_BIN_EXE_rankmig"))
         .args([command, "--help"])
         .env("COLUMNS", "100")
         .output()
         .unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
-    let paragraph = help
+    let examples: Vec<String> = help
         .split("\n\n")
-        .find(|p| p.starts_with("Example"))
-        .unwrap_or_else(|| panic!("no example in rankmig {command} --help:\n{help}"));
-    let joined = paragraph
-        .lines()
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join(" ");
-    let start = joined.find("rankmig ").expect("the example runs rankmig");
-    joined[start..].to_owned()
+        .filter(|p| p.starts_with("Example"))
+        .map(|paragraph| {
+            let joined = paragraph
+                .lines()
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let start = joined.find("rankmig ").expect("the example runs rankmig");
+            joined[start..].to_owned()
+        })
+        .collect();
+    assert!(
+        !examples.is_empty(),
+        "no example in rankmig {command} --help:\n{help}"
+    );
+    examples
 }
 
 fn can_create_uts_namespaces() -> bool {
@@ -88,21 +95,22 @@ fn every_command_example_runs() {
             eprintln!("skipped: {command} (this machine refuses UTS namespaces)");
             continue;
         }
-        let line = example(command);
-        let out = Command::new("sh")
-            .args(["-c", &line])
-            .current_dir(dir.path())
-            .env("PATH", &path)
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{line}\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(!out.stdout.is_empty(), "{line} printed nothing");
+        for line in examples(command) {
+            let out = Command::new("sh")
+                .args(["-c", &line])
+                .current_dir(dir.path())
+                .env("PATH", &path)
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{line}\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!out.stdout.is_empty(), "{line} printed nothing");
+        }
     }
 }
