@@ -128,9 +128,10 @@ for impl in ${RANKMIG_TEST_MPIS-openmpi4 mpich openmpi5}; do
   if [ "$impl" = mpich ]; then
     # MPICH's background migrations start their replacements by launches of `rankmig
     # run` (src/run_dir/launch_request.rs): the migration tests, faults included, on
-    # that path.
+    # that path, and the ranks of several cores (hybrid::), whose replacements start
+    # through `rankmig bind-exec` there.
     step "migrations on logical nodes ($impl)" "${with_mpi[@]}" \
-      cargo test --release --no-fail-fast --test it -- migrate_mpi::
+      cargo test --release --no-fail-fast --test it -- migrate_mpi:: hybrid::
   fi
   # Under the emulated Slurm, the scenarios whose processes this MPI starts: ranks moved
   # off drained and reserved nodes, and a relaunch without a dead node. The other two
