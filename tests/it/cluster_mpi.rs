@@ -441,6 +441,55 @@ fn ranks_follow_the_availability_across_hosts() {
     assert!(!stderr.contains(MISPLACED), "{stderr}");
 }
 
+/// A rank of 2 cores (`--cores-per-rank 2`) on emulated hosts h1, h2 of 2 cores each
+/// (their live tree, this machine's): it starts on h1 and, once h1 is taken back, runs
+/// on h2, read from outside (`nsenter`); before and after, every thread of its process
+/// is allowed the 2 CPUs of host slot 0 (host index 0 in each availability: the first
+/// two cores), read from `/proc/PID/task/*/status`; the result is a plain run's.
+#[test]
+fn a_rank_of_two_cores_moves_across_hosts_on_its_two_cpus() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let cluster = Cluster::new(&["h1", "h2"], "h1 2\nh2 2\n");
+    let child = cluster.launch(1, &["--cores-per-rank", "2"], None);
+    let root = child.id();
+    wait_until("the job to start", Duration::from_secs(60), || {
+        started(&cluster)
+    });
+    let cpus = support::slot_zero_of_two_cores();
+    let on = |host: &str| {
+        let live = live_hosts(root);
+        let (&pid, _) = live.iter().find(|(_, h)| *h == host)?;
+        let threads = support::threads_allowed(pid);
+        (!threads.is_empty()).then_some(threads)
+    };
+    wait_until("the rank on h1", Duration::from_secs(30), || {
+        on("h1").is_some()
+    });
+    let threads = on("h1").unwrap_or_default();
+    assert!(
+        threads.iter().all(|t| *t == cpus),
+        "on h1: {threads:?}, planned {cpus}"
+    );
+    cluster.edit("h1 0\nh2 2\n");
+    wait_until("the move", Duration::from_secs(90), || {
+        !cluster.records().is_empty()
+    });
+    assert_eq!(cluster.records()[0]["outcome"], moving_outcome());
+    wait_until("the rank on h2 alone", Duration::from_secs(90), || {
+        on("h2").is_some() && on("h1").is_none()
+    });
+    let threads = on("h2").unwrap_or_default();
+    assert!(
+        threads.iter().all(|t| *t == cpus),
+        "on h2: {threads:?}, planned {cpus}"
+    );
+    let out = finish(&cluster, child);
+    support::assert_same_as_plain_run(&out, 1, jacobi(), &["--size", SIZE], &[]);
+}
+
 /// What a rank says when it does not run on the host its placement names.
 const MISPLACED: &str = "its placement puts it on";
 

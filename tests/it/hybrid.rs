@@ -10,12 +10,10 @@ use std::process::Stdio;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use rankmig::topology::{LeafKind, TopologySpec, format_index_list};
-
 use crate::support::job::Job;
 use crate::support::{
     assert_same_as_plain_run, build_c_program, jacobi, mpi_lock, placement_per_host, rankmig,
-    records, wait_until,
+    records, slot_zero_of_two_cores, threads_allowed, wait_until,
 };
 
 /// How long a step of a job (its start, a migration, iterations after it) may take.
@@ -40,21 +38,6 @@ fn edit(dir: &Path, text: &str) {
     fs::rename(dir.join("av.tmp"), dir.join("av")).expect("rename");
 }
 
-/// The `Cpus_allowed_list` of every thread of process `pid`, read from outside it.
-fn threads_allowed(pid: u32) -> Vec<String> {
-    let tasks = fs::read_dir(format!("/proc/{pid}/task")).expect("the process runs");
-    tasks
-        .filter_map(Result::ok)
-        .filter_map(|t| fs::read_to_string(t.path().join("status")).ok())
-        .filter_map(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                .map(|v| v.trim().to_owned())
-        })
-        .collect()
-}
-
 /// The pid of the newest process of `rank` whose `processes.csv` event is `event`.
 fn pid_of(run: &Path, rank: usize, event: &str) -> Option<u32> {
     let text = fs::read_to_string(run.join("processes.csv")).ok()?;
@@ -63,23 +46,6 @@ fn pid_of(run: &Path, rank: usize, event: &str) -> Option<u32> {
         (f.first()?.parse::<usize>().ok()? == rank && f.get(4)? == &event)
             .then(|| f.get(1)?.parse().ok())?
     })
-}
-
-/// The CPUs of the first two cores of this machine: a logical node's slot 0 of 2 cores.
-fn first_two_cores() -> String {
-    let machine = TopologySpec::Live
-        .load(LeafKind::Core)
-        .expect("this machine");
-    assert!(
-        machine.leaf_count() >= 2,
-        "this test needs a machine of 2 cores or more"
-    );
-    let mut cpus: Vec<u32> = machine.leaves()[..2]
-        .iter()
-        .flat_map(|l| l.cpus.clone())
-        .collect();
-    cpus.sort_unstable();
-    format_index_list(&cpus)
 }
 
 /// Every thread of `pid` is allowed exactly `cpus`; at least two threads (the rank's
@@ -130,7 +96,7 @@ fn a_two_thread_rank_keeps_its_two_cpus_across_a_live_migration() {
     wait_until("the job to start", JOB_WAIT, || {
         run.join("iterations/rank-0.csv").exists()
     });
-    let cpus = first_two_cores();
+    let cpus = slot_zero_of_two_cores();
     let first = pid_of(&run, 0, "start").expect("rank 0's process is recorded");
     assert_threads_on(first, &cpus, "at the start");
     edit(d, "n1 0\nn2 2\n");

@@ -315,6 +315,42 @@ pub fn placement_per_host(path: &Path) -> std::collections::BTreeMap<String, usi
     per_host
 }
 
+/// The `Cpus_allowed_list` of every thread of process `pid`, read from outside it
+/// (`/proc/PID/task/*/status`); empty when the process is gone.
+pub fn threads_allowed(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .filter_map(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_owned())
+        })
+        .collect()
+}
+
+/// The CPUs of the first two cores of this machine, as a list (`0-1`): slot 0 of ranks
+/// of 2 cores on the first logical node, or on the first host emulated on this machine.
+pub fn slot_zero_of_two_cores() -> String {
+    let machine = rankmig::topology::TopologySpec::Live
+        .load(rankmig::topology::LeafKind::Core)
+        .expect("this machine");
+    assert!(
+        machine.leaf_count() >= 2,
+        "this test needs a machine of 2 cores or more"
+    );
+    let mut cpus: Vec<u32> = machine.leaves()[..2]
+        .iter()
+        .flat_map(|l| l.cpus.clone())
+        .collect();
+    cpus.sort_unstable();
+    rankmig::topology::format_index_list(&cpus)
+}
+
 /// Writes the shell script `text` to `path`, executable.
 pub fn write_script(path: &Path, text: &str) {
     std::fs::write(path, text).expect("script");
