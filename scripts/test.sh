@@ -40,6 +40,13 @@ step() {
 
 ROOT=$PWD
 export CARGO_TARGET_DIR=$ROOT/target/test-sh
+# Every test that cannot test its feature logs why here (tests/it/support/skip.rs):
+# "machine" lines (something this machine lacks) fail the run, since every test runs
+# on the project's machines; "mpi" lines (what the MPI under test cannot do, as the
+# docs say) are listed.
+export RANKMIG_SKIPPED_LOG=$CARGO_TARGET_DIR/skipped-tests.txt
+mkdir -p "$CARGO_TARGET_DIR"
+: > "$RANKMIG_SKIPPED_LOG"
 # rustc's incremental compilation, which release builds leave off: each MPI's build
 # compiles rankmig again only because mpi-sys and mpi changed, and most of rankmig
 # (mapper, planner, topology, matrices, checkpoints) does not depend on them, so its
@@ -163,6 +170,15 @@ step "C and Fortran examples (Debian MPICH 4.0.2)" "${with_mpi[@]}" \
   cargo test --release --no-fail-fast --test it -- c_programs::the_c_and_fortran_twins_print \
   c_programs::the_traffic_of_ c_programs::the_mpi_f08_ring_prints_the_checksum_of_its_c_twin
 
+if [ -s "$RANKMIG_SKIPPED_LOG" ]; then
+  echo "test.sh: skipped tests (kind, test, reason):" >&2
+  sed 's/^/  /' "$RANKMIG_SKIPPED_LOG" >&2
+  if grep -q '^machine' "$RANKMIG_SKIPPED_LOG"; then
+    failed+=("tests skipped for lack of something on this machine (listed above)")
+  fi
+else
+  echo "test.sh: no test skipped" >&2
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: FAILED: ${failed[*]}" >&2
   exit 1

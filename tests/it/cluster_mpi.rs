@@ -505,7 +505,9 @@ fn a_rank_the_launcher_maps_elsewhere_stops_the_job() {
         return;
     }
     if support::mpi() != rankmig::launcher::MpiImplementation::Mpich {
-        eprintln!("SKIPPED: only MPICH's -ppn maps the ranks otherwise than rankmig's host file");
+        support::skip::not_for_this_mpi(
+            "only MPICH's -ppn maps the ranks otherwise than rankmig's host file",
+        );
         return;
     }
     let _lock = mpi_lock();
@@ -761,10 +763,10 @@ fn fault_during_a_migration(fault: Fault) {
         return;
     }
     if !migrates_live_across_hosts() {
-        eprintln!(
-            "SKIPPED: {} moves ranks across hosts by a relaunch, not a spawn",
+        support::skip::not_for_this_mpi(&format!(
+            "{} moves ranks across hosts by a relaunch, not a spawn",
             support::mpi().title()
-        );
+        ));
         return;
     }
     let _lock = mpi_lock();

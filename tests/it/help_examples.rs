@@ -92,7 +92,9 @@ fn every_command_example_runs() {
     let _lock = mpi_lock();
     for command in COMMANDS {
         if *command == "emulated-host" && !can_create_uts_namespaces() {
-            eprintln!("skipped: {command} (this machine refuses UTS namespaces)");
+            crate::support::skip::on_this_machine(&format!(
+                "{command}'s example (this machine refuses UTS namespaces)"
+            ));
             continue;
         }
         for line in examples(command) {

@@ -297,7 +297,9 @@ fn a_fortran_code_built_with_cmake_migrates_live_under_the_installed_rankmig() {
         fs::read_to_string(installed_prefix().join("lib/cmake/rankmig/rankmigConfig.cmake"))
             .expect("rankmigConfig.cmake");
     if config.contains("set(rankmig_FORTRAN_FOUND FALSE)") {
-        eprintln!("SKIPPED: this MPI has no Fortran wrapper: the prefix has no Fortran modules");
+        crate::support::skip::not_for_this_mpi(
+            "this MPI has no Fortran wrapper: the prefix has no Fortran modules",
+        );
         return;
     }
     let work = tempfile::tempdir().expect("work dir");

@@ -943,7 +943,7 @@ fn c_program_in_the_background() -> Result<(), Hung> {
 #[test]
 fn ranks_that_fit_the_machine_run_on_distinct_cores_after_a_migration() {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 CPUs");
+        support::skip::on_this_machine("needs 2 CPUs");
         return;
     }
     let _lock = mpi_lock();

@@ -22,7 +22,7 @@ use rankmig::allocation::Allocation;
 /// Slurm's client configuration, once the emulated Slurm answers.
 fn slurm_conf() -> Option<&'static Path> {
     static CONF: OnceLock<Option<PathBuf>> = OnceLock::new();
-    CONF.get_or_init(|| {
+    let conf = CONF.get_or_init(|| {
         // A machine without UTS namespaces cannot emulate nodes: skipped (said so),
         // whatever RANKMIG_REQUIRE_SLURM says.
         if !support::namespaces_available() {
@@ -46,12 +46,16 @@ fn slurm_conf() -> Option<&'static Path> {
                     std::env::var("RANKMIG_REQUIRE_SLURM").as_deref() != Ok("1"),
                     "the emulated Slurm did not start: {why}"
                 );
-                eprintln!("SKIPPED: the emulated Slurm cannot start here: {why}");
+                eprintln!("the emulated Slurm cannot start here: {why}");
                 None
             }
         }
-    })
-    .as_deref()
+    });
+    if conf.is_none() && support::namespaces_available() {
+        // (Without namespaces namespaces_available logged the skip.)
+        support::skip::on_this_machine("the emulated Slurm cannot start here");
+    }
+    conf.as_deref()
 }
 
 /// `scripts/emulated_slurm.sh ACTION`.

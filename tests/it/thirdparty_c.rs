@@ -135,7 +135,9 @@ fn hpcc_randomaccess_migrates_live_with_an_unchanged_result() {
     let _lock = mpi_lock();
     let dir = tempfile::tempdir().unwrap();
     let Some(program) = build(dir.path()) else {
-        eprintln!("SKIPPED: no mpicc on this machine, HPCC RandomAccess not built");
+        crate::support::skip::on_this_machine(
+            "no mpicc on this machine, HPCC RandomAccess not built",
+        );
         return;
     };
     let reference = reference(&program, dir.path());

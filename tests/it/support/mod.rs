@@ -6,6 +6,7 @@ pub mod boost;
 pub mod job;
 pub mod limited;
 pub mod prefix;
+pub mod skip;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -163,14 +164,15 @@ pub fn per_host(
     out
 }
 
-/// False (with a message) where UTS namespaces cannot be created: no emulated cluster.
+/// False where UTS namespaces cannot be created (no emulated cluster): the calling
+/// test is then logged as skipped on this machine ([`skip::on_this_machine`]).
 pub fn namespaces_available() -> bool {
     let ok = Command::new("unshare")
         .args(["--uts", "true"])
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("SKIPPED: `unshare --uts` is not allowed here: no emulated cluster");
+        skip::on_this_machine("`unshare --uts` is not allowed here: no emulated cluster");
     }
     ok
 }
