@@ -342,3 +342,69 @@ fn a_fortran_code_built_with_cmake_migrates_live_under_the_installed_rankmig() {
     );
     assert_eq!(got, checksum(&plain));
 }
+
+/// The static library of the prefix is a working library, not only a file: the C
+/// Jacobi linked with `lib/librankmig.a` (and what `pkg-config --static` adds) needs
+/// no `librankmig.so`, prints the checksum of the same program linked with the shared
+/// library, and its MPI traffic is counted by the static library's interposition
+/// (`RANKMIG_MATRIX_OUT`: one row of doubles per iteration between the two ranks).
+#[test]
+fn a_c_program_linked_with_the_static_library_runs_and_is_counted() {
+    let _lock = mpi_lock();
+    let prefix = crate::support::prefix::library_prefix();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/c/jacobi.c");
+    let dir = tempfile::tempdir().unwrap();
+    let (shared, fixed) = (dir.path().join("shared"), dir.path().join("static"));
+    let mut static_build = Command::new("mpicc");
+    static_build
+        .arg("-O2")
+        .args(crate::support::prefix::pkg_config(&["--cflags", "rankmig"]))
+        .arg(&source)
+        .arg("-o")
+        .arg(&fixed)
+        .arg(prefix.join("lib/librankmig.a"));
+    let private = crate::support::prefix::pkg_config(&["--static", "--libs-only-l", "rankmig"]);
+    static_build.args(private.iter().filter(|l| *l != "-lrankmig"));
+    static_build.arg("-lxxhash");
+    run(static_build, "mpicc with librankmig.a");
+    let libs = needed(&fixed);
+    assert!(
+        !libs.iter().any(|l| l.starts_with("librankmig")),
+        "the static build loads {libs:?}"
+    );
+    let shared_build = crate::support::prefix::compile_against_prefix(
+        "mpicc",
+        "rankmig",
+        &[&source],
+        &shared,
+        &["-lxxhash"],
+    );
+    run(shared_build, "mpicc with librankmig.so");
+    let (size, iters) = (64u64, 200u64);
+    let args = ["--size", "64", "--iters", "200"];
+    let matrix = dir.path().join("matrix.txt");
+    let env = |program: &str| {
+        vec![
+            (
+                "RANKMIG_CKPT_DIR".to_owned(),
+                dir.path().join(program).display().to_string(),
+            ),
+            (
+                "RANKMIG_MATRIX_OUT".to_owned(),
+                matrix.display().to_string(),
+            ),
+        ]
+    };
+    let from_static = run(
+        plain_launch_with(2, &fixed, &args, &env("s")),
+        "static build",
+    );
+    let counted = rankmig::matrix::CommMatrix::load(&matrix, rankmig::matrix::MatrixFormat::Dense)
+        .expect("the static build's matrix");
+    assert_eq!(counted.get(0, 1), (iters * size * 8) as f64, "rank 0 -> 1");
+    let from_shared = run(
+        plain_launch_with(2, &shared, &args, &env("d")),
+        "shared build",
+    );
+    assert_eq!(checksum(&from_static), checksum(&from_shared));
+}
