@@ -77,6 +77,29 @@ fn a_rank_killed_after_the_first_epoch_restarts_from_it() {
     retry_on_hang(killed_after_first_epoch);
 }
 
+/// The time of the last rank file of `epoch` and how long after it the epoch's COMMIT
+/// came, asserting that it came when the files were written: a COMMIT older than a
+/// rank file of its epoch would be a torn epoch committed (a failure, not a lag of 0),
+/// and it must come before the next save (the interval is 10 s), not at it, whatever
+/// the machine's speed.
+fn committed_when_written(epoch: &Path) -> (SystemTime, Duration) {
+    let written = last_rank_file(epoch);
+    let committed = mtime(&epoch.join("COMMIT"));
+    let lag = committed.duration_since(written).unwrap_or_else(|e| {
+        panic!(
+            "COMMIT of {} is {:?} older than its last rank file",
+            epoch.display(),
+            e.duration()
+        )
+    });
+    assert!(
+        lag < Duration::from_secs(CKPT_SECONDS),
+        "COMMIT of {} came {lag:?} after its last rank file, not before the next save ({CKPT_SECONDS} s)",
+        epoch.display()
+    );
+    (written, lag)
+}
+
 /// Seconds between two checkpoints of the job.
 const CKPT_SECONDS: u64 = 10;
 
@@ -104,23 +127,7 @@ fn killed_after_first_epoch() -> Result<(), Hung> {
             .is_some_and(|e| e.join("COMMIT").exists())
     })?;
     let first = epoch_dirs(&ckpt).remove(0);
-    let written = last_rank_file(&first);
-    let committed = mtime(&first.join("COMMIT"));
-    // A COMMIT older than a rank file of its epoch would be a torn epoch committed:
-    // a failure, not a lag of 0. Committed when written: before the next save (the
-    // interval is 10 s), not at it, whatever the machine's speed.
-    let lag = committed.duration_since(written).unwrap_or_else(|e| {
-        panic!(
-            "COMMIT of {} is {:?} older than its last rank file",
-            first.display(),
-            e.duration()
-        )
-    });
-    assert!(
-        lag < Duration::from_secs(CKPT_SECONDS),
-        "COMMIT of {} came {lag:?} after its last rank file, not before the next save ({CKPT_SECONDS} s)",
-        first.display()
-    );
+    let (written, lag) = committed_when_written(&first);
     let first_epoch: u64 = first
         .file_name()
         .and_then(|n| n.to_str())
