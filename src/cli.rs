@@ -472,6 +472,25 @@ pub struct RunArgs {
     /// against the same MPI.
     #[arg(long, value_name = "IMPLEMENTATION", value_parser = parse_mpi, conflicts_with = "restart")]
     pub mpi: Option<rankmig::launcher::MpiImplementation>,
+    /// What starts the ranks: `mpirun` (the MPI's own launcher, mpirun or mpiexec) or
+    /// `srun` (one Slurm job step, inside a Slurm allocation: no mpirun, mpiexec,
+    /// hydra or Open MPI daemon; the ranks bind themselves, `--cpu-bind=none`; a
+    /// migration's replacements start as a new step that joins the job, with MPICH,
+    /// else the job is relaunched from a checkpoint as a new step). Default: the MPI's
+    /// own, or srun inside a Slurm allocation when that launcher is not on PATH; the
+    /// start line says which.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "LAUNCHER",
+        conflicts_with = "restart",
+        env = "RANKMIG_LAUNCHER"
+    )]
+    pub launcher: Option<rankmig::launcher::LaunchMethod>,
+    /// With srun: its process management interface, `srun --mpi=TYPE` (default pmi2
+    /// for MPICH, pmix for Open MPI); it must be one `srun --mpi=list` prints.
+    #[arg(long, value_name = "TYPE", conflicts_with = "restart")]
+    pub srun_mpi: Option<String>,
     /// Let the availability file name hosts outside the allocation (a node lent to the
     /// job): ranks are spawned there (Open MPI 5: the job is relaunched from a
     /// checkpoint with them there, as its spawns across hosts crash a daemon), and the
@@ -631,6 +650,8 @@ impl RunArgs {
             node_topology: self.node_topology.clone(),
             no_shared_caches: self.no_shared_caches,
             cores_per_rank: self.cores_per_rank.map(|c| c as usize),
+            launcher: self.launcher,
+            srun_mpi: self.srun_mpi.clone(),
             mpirun_args: self.mpirun_args.clone(),
             matrix: self.matrix.clone(),
             matrix_format: self.matrix_format,

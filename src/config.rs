@@ -119,6 +119,13 @@ pub const SETTINGS: &[Setting] = &[
         doc: "seconds between two availability checks (--check-interval)",
     },
     Setting {
+        key: "run.launcher",
+        env: "RANKMIG_LAUNCHER",
+        carrier: Carrier::Flag("launcher"),
+        default: "(the MPI's own; srun in Slurm without it)",
+        doc: "what starts the ranks: \"mpirun\" or \"srun\" (--launcher)",
+    },
+    Setting {
         key: "run.cores_per_rank",
         env: "RANKMIG_CORES_PER_RANK",
         carrier: Carrier::Flag("cores_per_rank"),

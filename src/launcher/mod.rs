@@ -25,6 +25,7 @@ mod failure_clue;
 pub mod mpich;
 pub mod openmpi4;
 pub mod openmpi5;
+pub mod srun;
 
 pub use failure_clue::FailureClue;
 
@@ -193,6 +194,11 @@ pub fn detect() -> Result<MpiImplementation, LauncherError> {
 /// What an implementation can do when ranks move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
+    /// `MPI_Comm_spawn` starts replacement processes: true with each MPI's own
+    /// launcher, false under `srun` (Slurm's PMI does not serve it): the replacements
+    /// are then launched by `rankmig run` ([`Capabilities::launch_replacements`]), or
+    /// the job is relaunched from a checkpoint.
+    pub spawn: bool,
     /// A spawn onto a host that processes of a still-running launch have left works
     /// (Open MPI's daemons forget such a launch, and the spawn aborts the job).
     pub spawn_onto_left_host: bool,
@@ -375,6 +381,62 @@ pub trait Launcher: Sync {
 
     /// What it can do.
     fn capabilities(&self) -> Capabilities;
+}
+
+/// What starts the ranks: the MPI's own launcher, or Slurm's `srun` as a job step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum LaunchMethod {
+    /// The MPI's own launcher: `mpirun` (Open MPI) or `mpiexec` (hydra).
+    #[default]
+    Mpirun,
+    /// `srun`, inside a Slurm allocation ([`srun`]).
+    Srun,
+}
+
+impl LaunchMethod {
+    /// The name `--launcher` and [`ENV_LAUNCH_METHOD`] use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mpirun => "mpirun",
+            Self::Srun => "srun",
+        }
+    }
+
+    /// The method [`ENV_LAUNCH_METHOD`] names in this process's environment
+    /// ([`LaunchMethod::Mpirun`] when unset or not `srun`).
+    pub fn from_env() -> Self {
+        match std::env::var(ENV_LAUNCH_METHOD).as_deref().map(str::trim) {
+            Ok("srun") => Self::Srun,
+            _ => Self::Mpirun,
+        }
+    }
+}
+
+/// Tells the ranks what launched them (`mpirun` or `srun`, [`LaunchMethod`]).
+pub const ENV_LAUNCH_METHOD: &str = "RANKMIG_LAUNCH_METHOD";
+
+/// The launcher of `implementation` started by `method`.
+///
+/// ```
+/// use rankmig::launcher::{LaunchMethod, MpiImplementation, launcher_for};
+/// let srun = launcher_for(MpiImplementation::Mpich, LaunchMethod::Srun);
+/// assert_eq!(srun.program(), "srun");
+/// assert!(!srun.capabilities().spawn);
+/// assert!(srun.capabilities().launch_replacements);
+/// assert_eq!(launcher_for(MpiImplementation::Mpich, LaunchMethod::Mpirun).program(), "mpiexec");
+/// ```
+pub fn launcher_for(
+    implementation: MpiImplementation,
+    method: LaunchMethod,
+) -> &'static dyn Launcher {
+    match (method, implementation) {
+        (LaunchMethod::Mpirun, _) => launcher(implementation),
+        (LaunchMethod::Srun, MpiImplementation::OpenMpi4) => &srun::FOR_OPENMPI4,
+        (LaunchMethod::Srun, MpiImplementation::OpenMpi5) => &srun::FOR_OPENMPI5,
+        (LaunchMethod::Srun, MpiImplementation::Mpich) => &srun::FOR_MPICH,
+    }
 }
 
 /// The launcher of `implementation`.

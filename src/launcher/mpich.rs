@@ -228,6 +228,7 @@ impl Launcher for Mpich {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
+            spawn: true,
             spawn_onto_left_host: true,
             add_hosts: true,
             spawn_across_daemons: true,

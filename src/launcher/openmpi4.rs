@@ -203,6 +203,7 @@ impl Launcher for OpenMpi4 {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
+            spawn: true,
             spawn_onto_left_host: false,
             add_hosts: false,
             spawn_across_daemons: true,

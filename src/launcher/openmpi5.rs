@@ -195,6 +195,7 @@ impl Launcher for OpenMpi5 {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
+            spawn: true,
             spawn_onto_left_host: false,
             add_hosts: true,
             spawn_across_daemons: false,

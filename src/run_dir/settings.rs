@@ -122,6 +122,9 @@ pub struct JobSettings {
     /// it again, in milliseconds; 0 = nobody watches ([`super::spawn_watch`]).
     #[serde(default)]
     pub spawn_timeout_ms: u64,
+    /// What started the ranks ([`crate::launcher::ENV_LAUNCH_METHOD`]): the MPI's
+    /// launcher or `srun`.
+    pub launch_method: crate::launcher::LaunchMethod,
     /// The MPI implementation that launched the job ([`crate::launcher::ENV_MPI`]);
     /// `None` until the job asks its MPI library.
     #[serde(default)]
@@ -214,6 +217,7 @@ impl JobSettings {
             settle_ms: env_number(ENV_SETTLE_MS, DEFAULT_SETTLE_MS)?,
             spawn_timeout_ms: env_number(super::spawn_watch::ENV_SPAWN_TIMEOUT_MS, 0)?,
             mpi: env_mpi()?,
+            launch_method: crate::launcher::LaunchMethod::from_env(),
             allow_new_hosts: env_flag(ENV_ALLOW_NEW_HOSTS)?,
             blocking_spawn: env_flag(ENV_BLOCKING_SPAWN)?,
             launches_replacements: env_flag(super::launch_request::ENV_LAUNCHES_REPLACEMENTS)?,

@@ -16,7 +16,7 @@ use crate::availability::{Availability, AvailabilityFormat};
 use crate::topology::{CacheLevels, LeafKind, TopologySpec, Tree};
 
 use crate::allocation::{Allocation, AllocationError, without_lost_hosts};
-use crate::launcher::{Launcher, MpiImplementation, launcher};
+use crate::launcher::{Launcher, MpiImplementation};
 use crate::matrix::{CommMatrix, MatrixFormat, SymGraph};
 use crate::planner::{Placement, RankSlots, logical_node_tree};
 
@@ -95,6 +95,10 @@ pub struct RunSpec {
     /// The contention watch (`--contention-watch` and its settings).
     #[serde(default)]
     pub contention: crate::contention::ContentionSettings,
+    /// What starts the ranks (`--launcher`): the MPI's own launcher, or `srun` as a
+    /// Slurm job step; an older `run.json` without it used the MPI's.
+    #[serde(default)]
+    pub launch_method: crate::launcher::LaunchMethod,
 }
 
 impl RunSpec {
@@ -103,9 +107,10 @@ impl RunSpec {
         CacheLevels::unless_dropped(self.no_shared_caches)
     }
 
-    /// The launcher of the job's MPI implementation.
+    /// The launcher of the job's MPI implementation, as the job is started (the MPI's
+    /// own or `srun`).
     pub fn launcher(&self) -> &'static dyn Launcher {
-        launcher(self.mpi)
+        crate::launcher::launcher_for(self.mpi, self.launch_method)
     }
 
     /// The hosts of `allocation` not found lost nor released; with `--allow-new-hosts`, followed by

@@ -170,8 +170,11 @@ pub fn replacement_command(
         &env,
         &request.program,
     );
+    // The job's variables, but not those this launch sets itself (srun's
+    // SLURM_HOSTFILE names the replacements' hosts, not the job's first ones).
+    let own: Vec<OsString> = cmd.get_envs().map(|(k, _)| k.to_owned()).collect();
     for (k, v) in job_env {
-        if k != ENV_JOIN {
+        if k != ENV_JOIN && !own.contains(k) {
             cmd.env(k, v);
         }
     }

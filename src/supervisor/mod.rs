@@ -19,6 +19,7 @@ pub mod cores_per_rank;
 pub mod emulated;
 pub mod launch;
 pub mod launch_command;
+pub mod launch_method;
 pub mod probe;
 pub mod process_tree;
 pub mod progress;

@@ -66,7 +66,11 @@ pub fn launch_line(spec: &RunSpec, placement: &Placement, restart: bool) -> Stri
             "starting"
         },
         placement_summary(placement, what),
-        spec.cores_per_rank.describe(),
+        match spec.launch_method {
+            crate::launcher::LaunchMethod::Srun =>
+                format!("{}; launched by srun", spec.cores_per_rank.describe()),
+            crate::launcher::LaunchMethod::Mpirun => spec.cores_per_rank.describe(),
+        },
         spec.run_dir.display(),
         spec.availability.display(),
         spec.settle_ms as f64 / 1000.0,

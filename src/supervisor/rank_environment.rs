@@ -31,6 +31,10 @@ pub fn rank_environment(
     let path = |p: &Path| p.display().to_string();
     let mut env: Vec<(String, String)> = vec![
         (ENV_MPI.into(), spec.mpi.name().into()),
+        (
+            crate::launcher::ENV_LAUNCH_METHOD.into(),
+            spec.launch_method.name().into(),
+        ),
         (ENV_RUN_DIR.into(), path(&spec.run_dir)),
         (ENV_AVAILABILITY.into(), path(&spec.availability)),
         (ENV_PLACEMENT.into(), path(placement)),

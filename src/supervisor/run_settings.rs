@@ -33,6 +33,11 @@ pub struct RunSettings {
     pub node_topology: Option<String>,
     /// `--no-shared-caches`.
     pub no_shared_caches: bool,
+    /// `--launcher`; `None`: the MPI's own, or srun inside a Slurm allocation where
+    /// the MPI has none ([`super::launch_method::choose`]).
+    pub launcher: Option<crate::launcher::LaunchMethod>,
+    /// `--srun-mpi`: srun's `--mpi=TYPE`.
+    pub srun_mpi: Option<String>,
     /// `--cores-per-rank`; `None`: from the environment
     /// ([`super::cores_per_rank::CoresPerRank::resolve`]).
     pub cores_per_rank: Option<usize>,
@@ -102,6 +107,10 @@ pub enum RunError {
     /// The cores per rank the environment gives are not a number.
     #[error(transparent)]
     CoresPerRank(#[from] super::cores_per_rank::CoresPerRankError),
+    /// No launcher could be chosen (`--launcher srun` outside Slurm, a PMI type srun
+    /// does not offer, no MPI named).
+    #[error(transparent)]
+    LaunchMethod(#[from] super::launch_method::LaunchMethodError),
 }
 
 impl RunError {
@@ -137,10 +146,18 @@ impl RunSpec {
             Some(_) => super::rms_watch::rms_availability_path(&run_dir),
             None => absolute(settings.availability.as_deref().unwrap_or(Path::new(""))),
         };
-        let mpi = match settings.mpi {
-            Some(mpi) => mpi,
-            None => crate::launcher::detect()?,
-        };
+        let chosen = super::launch_method::choose(
+            settings.launcher,
+            settings.mpi,
+            settings.srun_mpi.as_deref(),
+            env,
+        )?;
+        let mpi = chosen.mpi;
+        let mut mpirun_args = settings.mpirun_args.clone();
+        if let Some(pmi) = &chosen.pmi {
+            log::info!("{}", chosen.describe());
+            mpirun_args.insert(0, format!("--mpi={pmi}"));
+        }
         let cores_per_rank =
             super::cores_per_rank::CoresPerRank::resolve(settings.cores_per_rank, env)?;
         let spec = RunSpec {
@@ -157,7 +174,8 @@ impl RunSpec {
             program: settings.program.clone(),
             env: settings.env.clone(),
             allocation,
-            mpirun_args: settings.mpirun_args.clone(),
+            mpirun_args,
+            launch_method: chosen.method,
             node_topology: settings.node_topology.clone(),
             no_shared_caches: settings.no_shared_caches,
             lost_hosts: Vec::new(),
@@ -253,6 +271,8 @@ mod tests {
             allow_new_hosts: false,
             node_topology: None,
             cores_per_rank: None,
+            launcher: None,
+            srun_mpi: None,
             no_shared_caches: false,
             mpirun_args: Vec::new(),
             matrix: None,

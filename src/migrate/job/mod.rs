@@ -546,9 +546,11 @@ impl Job {
         Ok(())
     }
 
-    /// The launcher of the implementation that runs this job.
+    /// The launcher of the implementation that runs this job, as it was started (its
+    /// own launcher or `srun`).
     fn launcher(&self) -> &'static dyn Launcher {
-        launcher(self.settings.mpi.unwrap_or_default())
+        let mpi = self.settings.mpi.unwrap_or_default();
+        crate::launcher::launcher_for(mpi, self.settings.launch_method)
     }
 
     /// At a start or an arrival: warns (and records) when this process is not on its

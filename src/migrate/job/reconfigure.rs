@@ -210,6 +210,15 @@ impl Job {
                 return Some(format!("{title} {hazard}"));
             }
         }
+        if !capabilities.spawn
+            && (self.blocking_spawn_reason().is_some() || self.replacement_launch_dir().is_none())
+        {
+            return Some(format!(
+                "the ranks were started by srun, whose process management does not serve MPI_Comm_spawn, and {title}'s replacements cannot join the job as a new step here ({})",
+                self.blocking_spawn_reason()
+                    .unwrap_or_else(|| format!("{title} cannot join a separate launch"))
+            ));
+        }
         if !capabilities.spawn_across_daemons && self.settings.multi_host() {
             return Some(format!(
                 "{title} cannot spawn processes while the job runs under one runtime daemon per host (its spawns crash a daemon when several are involved)"

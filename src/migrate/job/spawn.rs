@@ -366,7 +366,7 @@ impl Job {
 
     /// The run directory through which `rankmig run` starts this job's replacements
     /// ([`crate::run_dir::launch_request`]), when it does.
-    fn replacement_launch_dir(&self) -> Option<PathBuf> {
+    pub(super) fn replacement_launch_dir(&self) -> Option<PathBuf> {
         let offered = self.settings.launches_replacements
             && self.launcher().capabilities().launch_replacements;
         self.settings.run_dir.clone().filter(|_| offered)
