@@ -145,7 +145,7 @@ for impl in ${RANKMIG_TEST_MPIS-openmpi4 mpich openmpi5}; do
   # (the allocation read from salloc's environment, a Slurm that does not answer) test
   # rankmig's reading of Slurm alone: they run with Open MPI 4.1.8 above.
   step "Slurm ($impl)" "${with_mpi[@]}" cargo test --release --no-fail-fast --test it -- \
-    slurm_rms::drained_and_reserved_nodes slurm_rms::a_node_that_dies
+    slurm_rms::drained_and_reserved_nodes slurm_rms::a_node_that_dies slurm_rms::srun_
 done
 
 # Debian's MPICH 4.0.2 (libmpich-dev: the MPICH with Fortran bindings here), through the

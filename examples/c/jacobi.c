@@ -149,7 +149,14 @@ static int stop_requested(MPI_Comm comm, const char *stop_file, uint64_t iter) {
 }
 
 int main(int argc, char **argv) {
+#ifdef JACOBI_THREAD_MULTIPLE
+    /* Built with -DJACOBI_THREAD_MULTIPLE: a migration starts the replacements while the
+     * ranks compute (needed under srun, where they start as a new job step). */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+#else
     MPI_Init(&argc, &argv);
+#endif
     long n;
     uint64_t iters;
     const char *stop_file;
