@@ -66,6 +66,21 @@ pub const YIELDING: [(&str, &str); 2] = [
     ("MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT", "100"),
 ];
 
+/// The variables every MPICH launch gives its ranks, whatever starts them (hydra or
+/// srun): a non-collective finalize, `I_MPI_SPAWN=on` and [`YIELDING`] unless the
+/// caller set them, then the job's own variables.
+pub(super) fn set_rank_variables(cmd: &mut Command, job: &JobLaunch<'_>) {
+    cmd.env("MPIR_CVAR_NO_COLLECTIVE_FINALIZE", "1");
+    for (name, value) in [("I_MPI_SPAWN", "on")].iter().chain(&YIELDING) {
+        if std::env::var_os(name).is_none() {
+            cmd.env(name, value);
+        }
+    }
+    for (k, v) in job.env {
+        cmd.env(k, v);
+    }
+}
+
 impl Launcher for Mpich {
     fn implementation(&self) -> MpiImplementation {
         MpiImplementation::Mpich
@@ -104,15 +119,7 @@ impl Launcher for Mpich {
         // The wait status of every rank, for `rankmig run` to name the one that failed
         // (its "BAD TERMINATION" block may name one it killed itself).
         cmd.arg("-print-all-exitcodes");
-        cmd.env("MPIR_CVAR_NO_COLLECTIVE_FINALIZE", "1");
-        for (name, value) in [("I_MPI_SPAWN", "on")].iter().chain(&YIELDING) {
-            if std::env::var_os(name).is_none() {
-                cmd.env(name, value);
-            }
-        }
-        for (k, v) in job.env {
-            cmd.env(k, v);
-        }
+        set_rank_variables(&mut cmd, job);
         cmd.args(job.user_args).args(job.program);
         cmd
     }

@@ -136,16 +136,11 @@ impl Launcher for Srun {
         }
         // salloc's --ntasks-per-node would contradict the step's own task count.
         cmd.env_remove("SLURM_NTASKS_PER_NODE");
-        if self.mpi == MpiImplementation::Mpich {
-            cmd.env("MPIR_CVAR_NO_COLLECTIVE_FINALIZE", "1");
-            for (name, value) in super::mpich::YIELDING {
-                if std::env::var_os(name).is_none() {
-                    cmd.env(name, value);
-                }
+        match self.mpi {
+            MpiImplementation::Mpich => super::mpich::set_rank_variables(&mut cmd, job),
+            MpiImplementation::OpenMpi4 | MpiImplementation::OpenMpi5 => {
+                cmd.envs(job.env.iter().map(|(k, v)| (k, v)));
             }
-        }
-        for (k, v) in job.env {
-            cmd.env(k, v);
         }
         cmd.args(job.user_args).args(job.program);
         cmd

@@ -59,6 +59,46 @@ fn assert_threads_on(pid: u32, cpus: &str, when: &str) {
     );
 }
 
+/// `rankmig run -n RANKS --cores-per-rank 2` of `program --size SIZE` on the
+/// availability file of `dir`, until its stop file appears, with the variables `env`;
+/// returns once rank 0 records iterations.
+fn start(dir: &Path, (ranks, program, size): (usize, &Path, &str), env: &[(&str, &str)]) -> Job {
+    let child = rankmig()
+        .current_dir(dir)
+        .args([
+            "run",
+            "-n",
+            &ranks.to_string(),
+            "--cores-per-rank",
+            "2",
+            "-a",
+            "av",
+        ])
+        .args([
+            "--run-dir",
+            "run",
+            "--check-every",
+            "200",
+            "--settle",
+            "0",
+            "--",
+        ])
+        .arg(program)
+        .args(["--size", size, "--iters", "100000000", "--stop-file"])
+        .arg(dir.join("stop"))
+        .envs(env.iter().copied())
+        .env("RANKMIG_CKPT_DIR", dir.join("ckpt"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rankmig run");
+    let job = Job(Some(child));
+    wait_until("the job to start", JOB_WAIT, || {
+        dir.join("run/iterations/rank-0.csv").exists()
+    });
+    job
+}
+
 /// Done-when of issue 51: `OMP_NUM_THREADS=2 rankmig run -n 1 --cores-per-rank 2` of an
 /// OpenMP code on logical nodes `n1 2`, `n2 2`: no thread of the rank is confined to
 /// one CPU before or after an edit that removes n1; the edit migrates live; the result
@@ -71,31 +111,7 @@ fn a_two_thread_rank_keeps_its_two_cpus_across_a_live_migration() {
     let d = dir.path();
     let (run, stop) = (d.join("run"), d.join("stop"));
     edit(d, "n1 2\nn2 2\n");
-    let child = rankmig()
-        .current_dir(d)
-        .args(["run", "-n", "1", "--cores-per-rank", "2", "-a", "av"])
-        .args([
-            "--run-dir",
-            "run",
-            "--check-every",
-            "200",
-            "--settle",
-            "0",
-            "--",
-        ])
-        .arg(program)
-        .args(["--size", "128", "--iters", "100000000", "--stop-file"])
-        .arg(&stop)
-        .env("OMP_NUM_THREADS", "2")
-        .env("RANKMIG_CKPT_DIR", d.join("ckpt"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rankmig run");
-    let job = Job(Some(child));
-    wait_until("the job to start", JOB_WAIT, || {
-        run.join("iterations/rank-0.csv").exists()
-    });
+    let job = start(d, (1, program, "128"), &[("OMP_NUM_THREADS", "2")]);
     let cpus = slot_zero_of_two_cores();
     let first = pid_of(&run, 0, "start").expect("rank 0's process is recorded");
     assert_threads_on(first, &cpus, "at the start");
@@ -142,33 +158,10 @@ fn ranks_of_two_cores_are_placed_one_per_node_and_move_live() {
     let d = dir.path();
     let (run, stop) = (d.join("run"), d.join("stop"));
     edit(d, "n1 3\nn2 2\n");
-    let child = rankmig()
-        .current_dir(d)
-        .args(["run", "-n", "2", "--cores-per-rank", "2", "-a", "av"])
-        .args([
-            "--run-dir",
-            "run",
-            "--check-every",
-            "200",
-            "--settle",
-            "0",
-            "--",
-        ])
-        .arg(jacobi())
-        .args(["--size", "64", "--iters", "100000000", "--stop-file"])
-        .arg(&stop)
-        .env("RANKMIG_CKPT_DIR", d.join("ckpt"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rankmig run");
-    let job = Job(Some(child));
-    wait_until("the job to start", JOB_WAIT, || {
-        run.join("iterations/rank-0.csv").exists()
-    });
-    let start = placement_per_host(&run.join("placement-0.txt"));
+    let job = start(d, (2, jacobi(), "64"), &[]);
+    let first = placement_per_host(&run.join("placement-0.txt"));
     assert_eq!(
-        start.into_iter().collect::<Vec<_>>(),
+        first.into_iter().collect::<Vec<_>>(),
         [("n1".to_owned(), 1), ("n2".to_owned(), 1)]
     );
     edit(d, "n1 0\nn2 2\nn3 4\n");

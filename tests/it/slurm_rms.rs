@@ -216,6 +216,16 @@ impl SlurmJob {
         self.dir.path().join("run")
     }
 
+    /// The host rank 0 started on (the second field of its first `processes.csv` row).
+    fn rank0_host(&self) -> String {
+        let processes = std::fs::read_to_string(self.run_dir().join("processes.csv")).expect("csv");
+        processes
+            .lines()
+            .find_map(|l| l.strip_prefix("0,").and_then(|r| r.split(',').nth(1)))
+            .expect("rank 0's start event")
+            .to_owned()
+    }
+
     fn hosts(&self) -> BTreeMap<String, usize> {
         support::per_host(&job_hosts(&self.run_dir()))
     }
@@ -403,12 +413,7 @@ fn drained_and_reserved_nodes_are_emptied_and_released_and_the_job_ends_as_a_pla
 /// Drains the node of rank 0 and waits until the ranks have left it, it is handed back to
 /// Slurm and the job runs again as the relaunch placed it. Returns its name.
 fn drain_rank0_host_and_see_it_released(job: &SlurmJob) -> String {
-    let processes = std::fs::read_to_string(job.run_dir().join("processes.csv")).expect("csv");
-    let rank0_host = processes
-        .lines()
-        .find_map(|l| l.strip_prefix("0,").and_then(|r| r.split(',').nth(1)))
-        .expect("rank 0's start event")
-        .to_owned();
+    let rank0_host = job.rank0_host();
 
     // A drain on rank 0's node: the ranks leave it, then it is handed back.
     scontrol(&[
@@ -692,12 +697,7 @@ fn srun_starts_the_job_as_a_step_and_a_drain_moves_ranks_by_a_new_step() {
         "the start line names srun"
     );
     no_launcher_and_stepd_parents("at the start");
-    let processes = std::fs::read_to_string(job.run_dir().join("processes.csv")).expect("csv");
-    let rank0_host = processes
-        .lines()
-        .find_map(|l| l.strip_prefix("0,").and_then(|r| r.split(',').nth(1)))
-        .expect("rank 0's start event")
-        .to_owned();
+    let rank0_host = job.rank0_host();
     scontrol(&[
         "update",
         &format!("nodename={rank0_host}"),
