@@ -11,6 +11,7 @@
 //! assert_eq!(cluster.describe_levels(), "Cluster:1(x4) Machine:4(x2) Package:8(x8) Core:64");
 //! ```
 
+mod cluster_slots;
 mod hwloc;
 mod hwloc_stderr;
 mod os_cpus;
@@ -23,6 +24,7 @@ pub use hwloc::{MAX_SYNTHETIC_LEAVES, MAX_SYNTHETIC_WORK};
 use std::path::PathBuf;
 use std::str::FromStr;
 
+pub use cluster_slots::ClusterSlots;
 pub use os_cpus::{CpuSelectionError, leaves_on_cpus};
 pub use rank_cpus::{CoreSpread, slot_cpus};
 pub use tree::{Leaf, Shape, Tree};
