@@ -38,6 +38,8 @@ pub enum Command {
     /// Example: rankmig map --matrix tests/data/matrices/lu.W.16.mat --topology xml:tests/data/topologies/32em64t-2n8c2t-pci-noio.xml --nodes 4
     ///
     /// Example (K = 4 nodes of C = 4 cores; hwloc refuses a synthetic description whose last level is not pu, such as synthetic:core:4): rankmig map --matrix tests/data/matrices/lu.W.16.mat --topology synthetic:"core:4 pu:1" --nodes 4
+    ///
+    /// Example (ranks of 3 cores, MPI+OpenMP, each on one L3 cache of two 24-core AMD EPYC 7451, as an Open MPI rankfile): rankmig map --matrix tests/data/matrices/lu.W.16.mat --topology xml:tests/data/topologies/AMD-17h-Zen-2xEpyc-7451.xml --cores-per-rank 3 --format rankfile
     Map(MapArgs),
     /// Evaluate any mapping (e.g. another tool's output) on a matrix and topology.
     ///
@@ -203,11 +205,27 @@ pub struct MapArgs {
     pub allowed: Option<String>,
     /// Only these leaves may be used: depth-first leaf indexes over the whole tree, as
     /// the text output and `rankmig cost --mapping` number them (for trees without OS
-    /// CPU numbers, such as tleaf targets). Example: --allowed-leaves 0-7,16-23
+    /// CPU numbers, such as tleaf targets); with --cores-per-rank above 1, still the
+    /// leaves of the tree of cores, as the text output numbers them without it.
+    /// Example: --allowed-leaves 0-7,16-23
     #[arg(long, value_name = "LEAVES", conflicts_with = "allowed")]
     pub allowed_leaves: Option<String>,
+    /// Cores (hardware threads with --leaves pu) each rank runs on (a rank with C
+    /// threads, MPI+OpenMP), 1 to 4096. Each node's tree is cut into groups of C
+    /// leaves, each inside the smallest subtree holding C leaves (a shared cache, an
+    /// hwloc group, a package: the levels of `rankmig topology`), the leaves such
+    /// subtrees leave over grouped at the level above; groups never cross nodes. Ranks
+    /// are mapped onto the groups as onto cores, communicating ranks close together. A
+    /// node with fewer than C leaves is an error. --allowed and --allowed-leaves still
+    /// select leaves (cores): a group is used when all of its leaves are selected. Each
+    /// output gives a rank all the cores of its group: LEAF is then a group, and the
+    /// text lines go on with cores= and cpus=. Example: --cores-per-rank 4
+    #[arg(long, value_name = "C", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub cores_per_rank: u32,
     /// Link cost per tree level, top level first, for the sum-com metric; one value per
-    /// level below the root (`rankmig topology` lists the levels). Default: powers of
+    /// level below the root (`rankmig topology` lists the levels; with --cores-per-rank
+    /// above 1, the levels of the `# tree:` line of the text output). Default: powers of
     /// ten, each level ten times cheaper than the one above: 100,10,1 for
     /// node/package/core, 1000,100,10,1 when a shared L3 is a level
     /// (node/package/L3/core).
@@ -227,7 +245,10 @@ pub struct MapArgs {
     /// `rankfile` (Open MPI: `rank R=HOST slot=CORE`, CORE the hwloc logical core index
     /// in the host, also with --leaves pu); `slurm` (OS CPU numbers: a
     /// --cpu-bind=map_cpu: list for one node; for several, a SLURM_HOSTFILE for
-    /// --distribution=arbitrary with each host's map_cpu list in # comments).
+    /// --distribution=arbitrary with each host's map_cpu list in # comments). With
+    /// --cores-per-rank C above 1: text lines `RANK LEAF cores=LIST cpus=LIST`, json
+    /// `cores` per rank (and `cpus` of all of them), rankfile `slot=LIST` (`slot=0-3`),
+    /// slurm `mask_cpu:` with one hexadecimal CPU mask per rank instead of `map_cpu:`.
     #[arg(long, short = 'f', value_enum, default_value_t = MapFormat::Text)]
     pub format: MapFormat,
 }

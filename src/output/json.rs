@@ -18,6 +18,10 @@ pub const JSON_FORMAT_VERSION: u32 = 1;
 ///   logical index of the core inside the node, `null` if the tree has no cores),
 ///   `cpu` (OS number of the leaf's first hardware thread, what `taskset -c` and Slurm
 ///   call CPU, `null` if unknown) and `cpus` (OS numbers of all its hardware threads);
+///   with ranks of several cores also `cores` (the cores of its slot, as
+///   [`MapReport::slot_cores`]), `leaf` being the slot (a leaf of the grouped tree),
+///   `core` and `cpu` the slot's first, `cpus` those of every core of the slot;
+/// - `cores_per_rank`, only when above 1;
 /// - `mapping`: the leaf of each rank (as `ranks[i].leaf`);
 /// - `metrics`, `baselines` (`packed`, `round-robin`, `random`): `hop_bytes`, `sum_com`,
 ///   `inter_node`;
@@ -28,6 +32,8 @@ pub struct Json;
 struct Document<'a> {
     version: u32,
     ranks: Vec<RankPlace<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cores_per_rank: Option<usize>,
     #[serde(flatten)]
     report: &'a MapReport,
 }
@@ -41,10 +47,13 @@ struct RankPlace<'a> {
     core: Option<u32>,
     cpu: Option<u32>,
     cpus: &'a [u32],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cores: Option<Vec<u32>>,
 }
 
 impl MapFormatter for Json {
     fn write(&self, report: &MapReport, out: &mut dyn Write) -> Result<(), OutputError> {
+        let several = report.cores_per_rank > 1;
         let ranks = report
             .mapping
             .iter()
@@ -59,12 +68,14 @@ impl MapFormatter for Json {
                     core: l.core,
                     cpu: l.os_index(),
                     cpus: &l.cpus,
+                    cores: several.then(|| report.slot_cores(leaf)),
                 }
             })
             .collect();
         let document = Document {
             version: JSON_FORMAT_VERSION,
             ranks,
+            cores_per_rank: several.then_some(report.cores_per_rank),
             report,
         };
         serde_json::to_writer_pretty(&mut *out, &document)?;

@@ -94,7 +94,7 @@ impl LinkCosts {
 }
 
 /// The costs of one mapping.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Metrics {
     /// Σ w(i,j) × tree edges between the leaves of i and j.
     pub hop_bytes: f64,

@@ -39,6 +39,7 @@ mod installed;
 mod layering;
 mod linked_mpi;
 mod live_matrix;
+mod map_cores_per_rank;
 mod mapper_optimum;
 mod mapper_quality;
 mod matrix_formats;
