@@ -9,10 +9,11 @@
 //! `availability_check`: the slow path a `checkpoint!` call takes about once a second
 //! under `rankmig run` (the pacing exchange, then rank 0 reads the availability file
 //! and broadcasts what it found), made of the same calls the job makes, without and
-//! with the contention watch (which reads `/proc/thread-self/schedstat`, on rank 0 also
-//! `/proc/pressure/cpu` where the kernel gives it, and turns the pacing broadcast into
-//! an all-gather of the waits). In a singleton the collectives cost little: the
-//! difference is mostly the two reads. `contention watch on, matrix note`: the same
+//! with the contention watch (which reads the `schedstat` of each of the rank's threads,
+//! under `/proc/self/task/`, on rank 0 also `/proc/pressure/cpu` where the kernel gives
+//! it, and turns the pacing broadcast into an all-gather of the waits). In a singleton
+//! the collectives cost little: the difference is mostly the reads. `contention watch
+//! on, matrix note`: the same
 //! check with the note the job carries since it writes the run directory's matrix while
 //! it runs (whether the matrix is due); `matrix_export`: what a check adds when it is
 //! due, every few seconds.

@@ -2,14 +2,16 @@
 //! else takes, found from how long the job's ranks wait for a CPU, not only declared in
 //! the availability file.
 //!
-//! Each rank reads its run-queue delay (the second field of
-//! `/proc/thread-self/schedstat`: nanoseconds this thread spent runnable but waiting for
-//! a CPU) at every availability check, and hands the delay and the wall time since its
-//! previous check to rank 0 with the exchange the check already makes. Rank 0 adds them
-//! up per node over a window ([`ContentionSettings::window`]). A node's *wait share* is
-//! its ranks' summed waits over their summed wall time; its *excess* is how much more
-//! it waited than the job's least-waiting node, as a share of the CPU time that node
-//! got: `(share − least) / (1 − least)`. A machine loaded alike everywhere (other
+//! Each rank reads its run-queue delay (the second field of the `schedstat` of each of
+//! its tasks, `/proc/self/task/TID/schedstat`: nanoseconds the thread spent runnable but
+//! waiting for a CPU, summed over the rank's threads, [`WaitReader`]) at every
+//! availability check, and hands the delay and the wall time since its previous check
+//! (or, for a rank whose threads wanted more than one CPU, the CPU time they wanted,
+//! [`WaitSample::wall_ns`]) to rank 0 with the exchange the check already makes. Rank 0
+//! adds them up per node over a window ([`ContentionSettings::window`]). A node's *wait
+//! share* is its ranks' summed waits over their summed wall time; its *excess* is how
+//! much more it waited than the job's least-waiting node, as a share of the CPU time that
+//! node got: `(share − least) / (1 − least)`. A machine loaded alike everywhere (other
 //! jobs' compilers spread over every CPU by the scheduler) raises every node's share
 //! and leaves the excess near 0; a hog pinned to one node's CPU raises that node's only.
 //!
@@ -237,15 +239,31 @@ pub fn run_queue_wait_ns() -> Option<u64> {
 
 /// The second field of a `schedstat` line (`run_ns wait_ns timeslices`).
 pub fn parse_schedstat(text: &str) -> Option<u64> {
-    text.split_whitespace().nth(1)?.parse().ok()
+    parse_run_and_wait(text).map(|(_, wait)| wait)
 }
+
+/// The first two fields of a `schedstat` line (`run_ns wait_ns timeslices`): the
+/// nanoseconds the task ran on a CPU and those it spent runnable, waiting for one.
+pub fn parse_run_and_wait(text: &str) -> Option<(u64, u64)> {
+    let mut fields = text.split_whitespace();
+    let run = fields.next()?.parse().ok()?;
+    let wait = fields.next()?.parse().ok()?;
+    Some((run, wait))
+}
+
+/// Where a rank's tasks (its threads: the main one, OpenMP's workers, the MPI library's
+/// helpers) are listed, one directory per task named by its thread id, each with its
+/// own `schedstat`.
+pub const TASKS_DIR: &str = "/proc/self/task";
 
 /// One rank's waits since its previous check.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WaitSample {
-    /// Nanoseconds waiting for a CPU.
+    /// Nanoseconds waiting for a CPU (summed over the rank's threads, [`WaitReader`]).
     pub wait_ns: u64,
-    /// Nanoseconds of wall time.
+    /// Nanoseconds the waits are a share of: the wall time, or, for a rank whose threads
+    /// wanted more than one CPU, the CPU time they wanted (ran plus waited, summed over
+    /// them) when it is longer (the wall time × the CPUs they wanted). 0: no value.
     pub wall_ns: u64,
 }
 
@@ -268,10 +286,37 @@ impl WaitSample {
     }
 }
 
-/// A rank's reading of its own waits: the sample since its previous reading. It keeps
-/// `/proc/thread-self/schedstat` open (of the thread that started it, which must be
-/// the one that samples) and reads it again from its start: a check with the watch
-/// took 19 µs (median) opening the file each time, 12 µs so (`benches/capi.rs`).
+/// A rank's reading of its waits: the sample since its previous reading, summed over
+/// every task (thread) of the rank, listed in [`TASKS_DIR`] at each reading, so that a
+/// hybrid (MPI+OpenMP) rank whose worker threads wait for a CPU is seen, not only its
+/// main thread.
+///
+/// The rules, per task keyed by its thread id (TID), so that a task that starts or ends
+/// between two readings never makes a negative or absurd wait:
+///
+/// - a task seen at both readings counts the growth of its counters;
+/// - a task new since the previous reading counts its whole counters: it started after
+///   that reading (the listing held every task alive then), so all of its waits fall in
+///   the interval; counting it from 0 would lose the waits of short-lived workers and
+///   of every thread of a parallel region that started since;
+/// - a task gone since counts nothing: its last waits (after the previous reading) are
+///   lost, which the kernel leaves no way to read; its earlier waits were counted then.
+///   Summing per task, not the totals of two listings, keeps its disappearance from
+///   making the sum shrink;
+/// - a task listed but whose file cannot be read now (it is ending) keeps its previous
+///   counters, and is not taken for a new task at the next reading;
+/// - a counter that went down (a TID reused by a new thread between two readings)
+///   counts 0, and no task counts more than the wall time of the interval.
+///
+/// The sample's waits are a share of the wall time, or of the CPU time the threads
+/// wanted (ran plus waited) where that is longer ([`WaitSample::wall_ns`]): a
+/// single-threaded rank, whose helper threads sleep, keeps the share of wall time it
+/// always had; a rank of four busy threads each waiting a quarter of the time waits a
+/// quarter, not all of it.
+///
+/// It keeps each task's `schedstat` open and reads it again from its start (a check
+/// with the watch took 19 µs (median) opening the one file of the main thread each
+/// time, 12 µs so, `benches/capi.rs`); the listing is read at every reading.
 ///
 /// Every rank of a job with the watch on has one, even where the kernel gives no
 /// run-queue delay: such a reader samples "no value" (zero wall time), which the rank
@@ -282,10 +327,50 @@ impl WaitSample {
 /// ([`node_waits`]).
 #[derive(Debug)]
 pub struct WaitReader {
-    /// `None` where the file could not be opened and read at the start.
-    file: Option<std::fs::File>,
-    last_wait: u64,
+    /// The directory of tasks ([`TASKS_DIR`]).
+    tasks_dir: std::path::PathBuf,
+    /// False where no task's `schedstat` could be read at the start.
+    reads: bool,
+    /// Each task's open file and its counters at the previous reading, by TID.
+    tasks: std::collections::HashMap<u32, TaskCounters>,
     last_time: std::time::Instant,
+}
+
+/// One task's open `schedstat` and its counters at the previous reading.
+#[derive(Debug)]
+struct TaskCounters {
+    file: std::fs::File,
+    run_ns: u64,
+    wait_ns: u64,
+}
+
+/// One listing of the tasks ([`WaitReader::read_tasks`]).
+#[derive(Debug)]
+struct Reading {
+    /// Every TID listed.
+    listed: Vec<u32>,
+    /// The tasks whose counters were read: TID, the file opened for a task not open
+    /// before, `(run_ns, wait_ns)`.
+    read: Vec<(u32, Option<std::fs::File>, (u64, u64))>,
+}
+
+/// The counters of the open `schedstat` `file`, read again from its start.
+fn read_counters(file: &std::fs::File) -> Option<(u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 96];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    parse_run_and_wait(std::str::from_utf8(buf.get(..n)?).ok()?)
+}
+
+/// The TIDs listed in `tasks_dir` (entries whose names are not numbers are skipped).
+fn list_tasks(tasks_dir: &std::path::Path) -> std::io::Result<Vec<u32>> {
+    let mut tids = Vec::new();
+    for entry in std::fs::read_dir(tasks_dir)? {
+        if let Some(tid) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
+            tids.push(tid);
+        }
+    }
+    Ok(tids)
 }
 
 /// Why the `schedstat` file at `path` gives no waits: the error opening or reading it,
@@ -300,64 +385,146 @@ fn why_unreadable(path: &std::path::Path) -> String {
     }
 }
 
+/// Why the tasks in `tasks_dir` give no waits: the error listing it, or why the first
+/// task's `schedstat` is unreadable ([`why_unreadable`]), with its path.
+fn why_tasks_unreadable(tasks_dir: &std::path::Path) -> String {
+    match list_tasks(tasks_dir).map(|tids| tids.into_iter().min()) {
+        Err(e) => format!("{}: {e}", tasks_dir.display()),
+        Ok(None) => format!("{}: no task listed", tasks_dir.display()),
+        Ok(Some(tid)) => {
+            let path = tasks_dir.join(tid.to_string()).join("schedstat");
+            format!("{}: {}", path.display(), why_unreadable(&path))
+        }
+    }
+}
+
 impl WaitReader {
-    /// Starts reading now; a reader that samples nothing where the kernel gives no
-    /// run-queue delay (said once, in a warning).
+    /// Starts reading now, the tasks of [`TASKS_DIR`]; a reader that samples nothing
+    /// where the kernel gives no run-queue delay (said once, in a warning).
     pub fn start() -> Self {
-        let path = std::path::Path::new("/proc/thread-self/schedstat");
-        let reader = Self::open(path);
+        let dir = std::path::Path::new(TASKS_DIR);
+        let reader = Self::open(dir);
         if !reader.reads() {
             log::warn!(
-                "contention watch: {}: {}: this rank's waits for a CPU are not measured",
-                path.display(),
-                why_unreadable(path)
+                "contention watch: {}: this rank's waits for a CPU are not measured",
+                why_tasks_unreadable(dir)
             );
         }
         reader
     }
 
-    /// Starts reading the `schedstat` file at `path`.
-    fn open(path: &std::path::Path) -> Self {
+    /// Starts reading the tasks listed in `tasks_dir` (their `TID/schedstat` files).
+    fn open(tasks_dir: &std::path::Path) -> Self {
         let mut reader = Self {
-            file: std::fs::File::open(path).ok(),
-            last_wait: 0,
+            tasks_dir: tasks_dir.to_owned(),
+            reads: true,
+            tasks: std::collections::HashMap::new(),
             last_time: std::time::Instant::now(),
         };
-        match reader.read() {
-            Some(wait) => reader.last_wait = wait,
-            None => reader.file = None,
-        }
+        // Every task alive now is the baseline: its waits so far are not this job's
+        // interval.
+        reader.reads = reader.read_tasks().is_some_and(|reading| {
+            let any = !reading.read.is_empty();
+            reader.keep(reading);
+            any
+        });
         reader
     }
 
     /// True when this reader measures the waits (the kernel gives them).
     pub fn reads(&self) -> bool {
-        self.file.is_some()
+        self.reads
     }
 
-    /// The waits so far, read again from the start of the open file.
-    fn read(&mut self) -> Option<u64> {
-        use std::os::unix::fs::FileExt;
-        let mut buf = [0u8; 96];
-        let n = self.file.as_ref()?.read_at(&mut buf, 0).ok()?;
-        parse_schedstat(std::str::from_utf8(buf.get(..n)?).ok()?)
+    /// The tasks listed now, and those whose counters could be read: TID, the file newly
+    /// opened (`None` for a task already open) and its counters. `None` where the
+    /// listing cannot be read.
+    fn read_tasks(&self) -> Option<Reading> {
+        let listed = list_tasks(&self.tasks_dir).ok()?;
+        let mut read = Vec::with_capacity(listed.len());
+        for &tid in &listed {
+            let (new, counters) = match self.tasks.get(&tid) {
+                Some(known) => (None, read_counters(&known.file)),
+                None => {
+                    let path = self.tasks_dir.join(tid.to_string()).join("schedstat");
+                    match std::fs::File::open(path) {
+                        Ok(file) => {
+                            let counters = read_counters(&file);
+                            (Some(file), counters)
+                        }
+                        // Ended since it was listed.
+                        Err(_) => continue,
+                    }
+                }
+            };
+            if let Some(counters) = counters {
+                read.push((tid, new, counters));
+            }
+        }
+        Some(Reading { listed, read })
     }
 
-    /// The waits since the previous reading; "no value" (zero wall time) where the
-    /// file cannot be read now or was not at the start.
+    /// Keeps `reading` as the counters of the previous reading: the tasks read, and
+    /// those listed whose file could not be read now with their earlier counters. Tasks
+    /// no longer listed are dropped (their files closed).
+    fn keep(&mut self, reading: Reading) {
+        let mut old = std::mem::take(&mut self.tasks);
+        for (tid, new, (run_ns, wait_ns)) in reading.read {
+            let file = match new {
+                Some(file) => Some(file),
+                None => old.remove(&tid).map(|t| t.file),
+            };
+            if let Some(file) = file {
+                let counters = TaskCounters {
+                    file,
+                    run_ns,
+                    wait_ns,
+                };
+                self.tasks.insert(tid, counters);
+            }
+        }
+        for (tid, task) in old {
+            if reading.listed.contains(&tid) {
+                self.tasks.insert(tid, task);
+            }
+        }
+    }
+
+    /// The waits since the previous reading, summed over the rank's tasks (the rules
+    /// are the type's); "no value" (zero wall time) where no task can be read now or
+    /// none could at the start.
     pub fn sample(&mut self) -> WaitSample {
-        let now = std::time::Instant::now();
-        let wall = now - self.last_time;
-        let Some(wait) = self.read() else {
+        self.sample_at(std::time::Instant::now())
+    }
+
+    /// [`WaitReader::sample`] at `now`.
+    fn sample_at(&mut self, now: std::time::Instant) -> WaitSample {
+        if !self.reads {
+            return WaitSample::default();
+        }
+        let wall = u64::try_from((now - self.last_time).as_nanos()).unwrap_or(u64::MAX);
+        let Some(reading) = self.read_tasks().filter(|r| !r.read.is_empty()) else {
+            // Nothing read: the next reading covers this interval too.
             return WaitSample::default();
         };
-        let sample = WaitSample {
-            wait_ns: wait.saturating_sub(self.last_wait),
-            wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
-        };
-        self.last_wait = wait;
+        let (mut wait_ns, mut wanted_ns) = (0u64, 0u64);
+        for (tid, _, (run, wait)) in &reading.read {
+            // A task new since the previous reading counts its whole counters.
+            let (run_before, wait_before) = self
+                .tasks
+                .get(tid)
+                .map_or((0, 0), |t| (t.run_ns, t.wait_ns));
+            let waited = wait.saturating_sub(wait_before).min(wall);
+            let ran = run.saturating_sub(run_before);
+            wait_ns = wait_ns.saturating_add(waited);
+            wanted_ns = wanted_ns.saturating_add(ran.saturating_add(waited).min(wall));
+        }
+        self.keep(reading);
         self.last_time = now;
-        sample
+        WaitSample {
+            wait_ns,
+            wall_ns: wall.max(wanted_ns),
+        }
     }
 }
 
@@ -703,7 +870,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reader_of_the_open_file_sees_time_pass() {
+    fn a_reader_of_the_open_files_sees_time_pass() {
         let mut reader = WaitReader::start();
         assert!(reader.reads(), "this kernel gives schedstat");
         let start = std::time::Instant::now();
@@ -713,21 +880,218 @@ mod tests {
         let s = reader.sample();
         assert!(s.wall_ns >= 20_000_000, "{s:?}");
         assert!(s.wait_ns <= s.wall_ns, "{s:?}");
-        // The open file reads again from its start, at every sample.
-        assert!(reader.read().is_some_and(|w| w >= reader.last_wait));
+        // This thread's file stays open, read again from its start at every sample.
+        let me = this_tid();
+        let before = reader.tasks.get(&me).map(|t| t.wait_ns);
+        assert!(before.is_some(), "task {me} is read");
+        reader.sample();
+        assert!(reader.tasks.get(&me).map(|t| t.wait_ns) >= before);
+    }
+
+    /// This thread's id (the last part of `/proc/thread-self`, `PID/task/TID`).
+    fn this_tid() -> u32 {
+        let link = std::fs::read_link("/proc/thread-self").unwrap();
+        link.file_name().unwrap().to_str().unwrap().parse().unwrap()
+    }
+
+    /// Writes task `tid`'s `schedstat` in the task directory `dir`.
+    fn task(dir: &std::path::Path, tid: u32, text: &str) {
+        let task = dir.join(tid.to_string());
+        std::fs::create_dir_all(&task).unwrap();
+        std::fs::write(task.join("schedstat"), text).unwrap();
+    }
+
+    #[test]
+    fn tasks_that_start_or_end_between_readings_make_no_negative_or_absurd_wait() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("task");
+        task(&dir, 1, "1000 100 1\n");
+        task(&dir, 2, "1000 5000000 1\n");
+        let mut r = WaitReader::open(&dir);
+        assert!(r.reads());
+        let t0 = r.last_time;
+        let s = |secs: u64| t0 + Duration::from_secs(secs);
+        // Task 1 waited 300 ns more; task 2 ended (its 5 ms are not taken off the sum);
+        // task 3 started since: its whole 300 ns count.
+        task(&dir, 1, "2000 400 2\n");
+        std::fs::remove_dir_all(dir.join("2")).unwrap();
+        task(&dir, 3, "700 300 1\n");
+        assert_eq!(
+            r.sample_at(s(1)),
+            WaitSample {
+                wait_ns: 600,
+                wall_ns: 1_000_000_000
+            }
+        );
+        // A task listed but unreadable (ending) keeps its counters: it is not taken for
+        // a new task, with its whole wait, at the next reading.
+        task(&dir, 3, "garbled\n");
+        assert_eq!(r.sample_at(s(2)).wait_ns, 0);
+        task(&dir, 3, "800 350 2\n");
+        assert_eq!(r.sample_at(s(3)).wait_ns, 50);
+        // TID 1 reused by a thread with lower counters: 0, not a wrap-around. A task
+        // claiming more wait than the interval counts the interval.
+        task(&dir, 1, "10 20 1\n");
+        task(&dir, 4, "0 5000000000 1\n");
+        let v = r.sample_at(s(4));
+        assert_eq!(v.wait_ns, 1_000_000_000, "{v:?}");
+        assert_eq!(v.share(), 1.0);
+        // The listing unreadable: no value, and the next reading covers both intervals.
+        let away = tmp.path().join("away");
+        std::fs::rename(&dir, &away).unwrap();
+        assert_eq!(r.sample_at(s(5)), WaitSample::default());
+        std::fs::rename(&away, &dir).unwrap();
+        task(&dir, 1, "10 1020 1\n");
+        assert_eq!(
+            r.sample_at(s(6)),
+            WaitSample {
+                wait_ns: 1000,
+                wall_ns: 2_000_000_000
+            }
+        );
+    }
+
+    #[test]
+    fn threads_that_wanted_several_cpus_wait_a_share_of_the_cpu_time_they_wanted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_owned();
+        // The main thread and one helper that sleeps; then two busy workers.
+        task(&dir, 10, "0 0 0\n");
+        task(&dir, 11, "0 0 0\n");
+        let mut r = WaitReader::open(&dir);
+        let t0 = r.last_time;
+        // One second: the main thread ran 0.5 s and waited 0.25 s; the helper slept.
+        task(&dir, 10, "500000000 250000000 9\n");
+        let single = r.sample_at(t0 + Duration::from_secs(1));
+        assert_eq!(single.wall_ns, 1_000_000_000, "the wall time, as before");
+        assert_eq!(single.share(), 0.25);
+        // Next second: the main thread and two workers each ran 0.75 s and waited
+        // 0.25 s: three CPUs wanted, a quarter of that time waited (not 75% of the wall).
+        task(&dir, 10, "1250000000 500000000 19\n");
+        task(&dir, 12, "750000000 250000000 9\n");
+        task(&dir, 13, "750000000 250000000 9\n");
+        let hybrid = r.sample_at(t0 + Duration::from_secs(2));
+        assert_eq!(
+            hybrid,
+            WaitSample {
+                wait_ns: 750_000_000,
+                wall_ns: 3_000_000_000
+            }
+        );
+        assert_eq!(hybrid.share(), 0.25);
+    }
+
+    /// The first CPU this thread may run on.
+    fn first_allowed_cpu() -> usize {
+        // SAFETY: a zeroed cpu_set_t is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: pid 0 = this thread; the set is valid for its size.
+        let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+        (0..8 * std::mem::size_of_val(&set))
+            // SAFETY: cpu < the set's size.
+            .find(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+            .unwrap()
+    }
+
+    /// Pins this thread to `cpu`.
+    fn pin_to(cpu: usize) {
+        // SAFETY: a zeroed cpu_set_t is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: cpu < the set's size (it came from one).
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+        // SAFETY: pid 0 = this thread; the set is valid for its size.
+        let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    }
+
+    /// This thread's `(run_ns, wait_ns)`.
+    fn own_counters() -> (u64, u64) {
+        let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+        parse_run_and_wait(&text).unwrap()
+    }
+
+    #[test]
+    fn the_waits_of_worker_threads_are_counted_not_only_the_main_threads() {
+        use std::sync::{Arc, Barrier, mpsc};
+        const RUN_NS: u64 = 200_000_000;
+        let cpu = first_allowed_cpu();
+        let mut reader = WaitReader::start();
+        assert!(reader.reads(), "this kernel gives schedstat");
+        let started = std::time::Instant::now();
+        let main_before = run_queue_wait_ns().unwrap();
+        // Two workers pinned to one CPU spin together until each ran 200 ms: while one
+        // runs the other waits, so between them they wait about 200 ms (more on a busy
+        // machine, whose other tasks share that CPU too). They report their own waits,
+        // then stay alive (blocked) until the reader has sampled.
+        let start = Arc::new(Barrier::new(2));
+        let done = Arc::new(Barrier::new(3));
+        let (tx, rx) = mpsc::channel();
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let (start, done, tx) = (start.clone(), done.clone(), tx.clone());
+                std::thread::spawn(move || {
+                    pin_to(cpu);
+                    let (run0, wait0) = own_counters();
+                    start.wait();
+                    let (_, wait) = loop {
+                        let (run, wait) = own_counters();
+                        if run - run0 >= RUN_NS {
+                            break (run, wait);
+                        }
+                    };
+                    tx.send(wait - wait0).unwrap();
+                    done.wait();
+                })
+            })
+            .collect();
+        // The main thread sleeps meanwhile.
+        let worker_waits: u64 = rx.iter().take(2).sum();
+        let main_waited = run_queue_wait_ns().unwrap() - main_before;
+        let s = reader.sample();
+        done.wait();
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert!(
+            worker_waits >= RUN_NS / 4,
+            "two workers on one CPU waited {worker_waits} ns"
+        );
+        assert!(
+            main_waited < worker_waits,
+            "the main thread waited {main_waited} ns, the workers {worker_waits} ns"
+        );
+        assert!(
+            s.wait_ns >= main_waited + worker_waits,
+            "{s:?}: the workers' {worker_waits} ns and the main thread's {main_waited} ns"
+        );
+        // They wanted more than the wall time's one CPU: the share stays a share.
+        assert!(
+            s.wall_ns as u128 >= started.elapsed().as_nanos() / 2,
+            "{s:?}"
+        );
+        assert!(s.share() <= 1.0 && s.share() > 0.0, "{s:?}");
     }
 
     #[test]
     fn a_rank_that_cannot_read_its_waits_hands_over_no_value_and_is_left_out() {
         let dir = tempfile::tempdir().unwrap();
-        let mut missing = WaitReader::open(&dir.path().join("schedstat"));
+        let mut missing = WaitReader::open(&dir.path().join("task"));
         assert!(!missing.reads());
         assert_eq!(missing.sample(), WaitSample::default());
-        let unreadable = dir.path().join("garbled");
-        std::fs::write(&unreadable, "not a schedstat line\n").unwrap();
-        assert!(!WaitReader::open(&unreadable).reads());
-        assert!(why_unreadable(&unreadable).contains("\"not a schedstat line\""));
-        assert!(why_unreadable(&dir.path().join("schedstat")).contains("No such file"));
+        assert!(why_tasks_unreadable(&dir.path().join("task")).contains("No such file"));
+        let garbled = dir.path().join("garbled");
+        task(&garbled, 7, "not a schedstat line\n");
+        assert!(!WaitReader::open(&garbled).reads());
+        let why = why_tasks_unreadable(&garbled);
+        assert!(
+            why.contains("7/schedstat: \"not a schedstat line\""),
+            "{why}"
+        );
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        assert!(!WaitReader::open(&empty).reads());
+        assert!(why_tasks_unreadable(&empty).ends_with("no task listed"));
         // Ranks 0 and 1 wait alike; rank 2's kernel gives no schedstat. Taken for an
         // idle node, n3 would make n2 look contended (excess 0.55) and move rank 1.
         let four_nodes =
