@@ -14,6 +14,7 @@ use super::error::CheckpointError;
 use super::job_dir;
 use super::restore::{self, LocalFinder};
 use super::storage::{self, FORMAT_VERSION, FileHeader, HEADER_LEN};
+use super::thread_owner::ThreadOwner;
 use super::writer::{WriteJob, WriteOutcome, Writer};
 
 /// Delay from a save to the first collective check of its write (time interval
@@ -71,6 +72,9 @@ pub struct CheckpointContext<C: Collective = LocalCollective> {
     restored: Option<u64>,
     committed: Option<u64>,
     notes: Vec<String>,
+    /// The thread that created the context: `checkpoint!` calls belong there
+    /// ([`super::thread_owner`]).
+    owner: ThreadOwner,
 }
 
 /// A rank's checkpoint schedule and epoch counters, handed to the process that replaces
@@ -135,6 +139,7 @@ impl<C: Collective> CheckpointContext<C> {
             restored: None,
             committed: None,
             notes: Vec::new(),
+            owner: ThreadOwner::current(),
         };
         ctx.schedule_after_save();
         Ok(ctx)
@@ -173,6 +178,7 @@ impl<C: Collective> CheckpointContext<C> {
             restored: handover.restored,
             committed: handover.committed,
             notes: Vec::new(),
+            owner: ThreadOwner::current(),
         })
     }
 
@@ -322,12 +328,39 @@ impl<C: Collective> CheckpointContext<C> {
     }
 
     /// Counts a `checkpoint!` call; `true` when the slow path
-    /// ([`CheckpointContext::event`]) must run. Used by the macro.
+    /// ([`CheckpointContext::event`]) must run. Used by the macro. A call from a thread
+    /// other than the context's, or inside an OpenMP parallel region, is not counted
+    /// and goes to the slow path, which refuses it
+    /// ([`CheckpointError::Misplaced`]).
     #[doc(hidden)]
     #[inline(always)]
     pub fn tick(&mut self) -> bool {
+        if !self.in_place() {
+            return true;
+        }
+        self.count_call()
+    }
+
+    /// [`CheckpointContext::tick`] without the thread check, for a caller that made it
+    /// ([`CheckpointContext::in_place`]).
+    #[inline(always)]
+    pub(crate) fn count_call(&mut self) -> bool {
         self.calls += 1;
         self.calls >= self.next_event
+    }
+
+    /// True when a call made now belongs here: on the thread that created the context,
+    /// outside any OpenMP parallel region.
+    #[inline(always)]
+    pub(crate) fn in_place(&self) -> bool {
+        self.owner.in_place()
+    }
+
+    /// `Ok` when a `checkpoint!` call made now belongs here: on the thread that created
+    /// the context, outside any OpenMP parallel region; else
+    /// [`CheckpointError::Misplaced`], which names both threads.
+    pub fn check_thread(&self) -> Result<(), CheckpointError> {
+        self.owner.check()
     }
 
     /// Counts a call and saves `state` if a save is due. Collective. Same as
@@ -347,6 +380,10 @@ impl<C: Collective> CheckpointContext<C> {
     #[inline(never)]
     #[cold]
     pub fn event<T: Serialize>(&mut self, state: &T) -> Result<(), CheckpointError> {
+        // Before any collective step: a misplaced call would wait for the other
+        // ranks' calls from a thread MPI does not serve, or save a state other
+        // threads are changing.
+        self.owner.check()?;
         match self.config.interval {
             Interval::Calls(n) => self.calls_event(state, n),
             Interval::Time(d) => self.time_event(state, d),

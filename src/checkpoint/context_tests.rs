@@ -443,3 +443,62 @@ fn a_save_is_committed_soon_after_its_write_not_at_the_next_save() {
     let epoch_dir = job_dir::job_epochs_dir(dir.path(), "t").join(epoch_dir_name(epoch));
     assert!(epoch_dir.join(COMMIT_MARKER).exists());
 }
+
+/// Issue 51: a `checkpoint!` call from a thread other than the context's (a worker of a
+/// hybrid rank's parallel region) is refused with an error naming both threads, before
+/// anything is counted or saved; the loop then goes on from its own thread.
+#[test]
+fn a_call_from_another_thread_is_refused_and_counts_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A save at every call: a call that were let through would save.
+    let mut ctx = CheckpointContext::new(cfg(tmp.path(), 1), LocalCollective).unwrap();
+    let owner_tid = super::thread_owner::ThreadLabel::current().tid;
+    fn macro_call(ctx: &mut CheckpointContext, state: &u64) -> Result<(), CheckpointError> {
+        crate::checkpoint!(ctx, *state);
+        Ok(())
+    }
+    let (by_macro, by_method) = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("omp-worker".into())
+            .spawn_scoped(s, || (macro_call(&mut ctx, &7), ctx.checkpoint(&7u64)))
+            .unwrap()
+            .join()
+            .unwrap()
+    });
+    for e in [by_macro.unwrap_err(), by_method.unwrap_err()] {
+        let CheckpointError::Misplaced {
+            owner,
+            caller,
+            in_parallel,
+        } = &e
+        else {
+            panic!("not a misplaced call: {e}");
+        };
+        assert_eq!(owner.tid, owner_tid);
+        assert_ne!(caller.tid, owner_tid);
+        assert_eq!(caller.name.as_deref(), Some("omp-worker"));
+        assert!(!in_parallel);
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "checkpoint called from thread {} (omp-worker), not from thread {owner_tid}",
+                caller.tid
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "belongs outside parallel regions, on the thread that called rankmig_init"
+            ),
+            "{text}"
+        );
+    }
+    assert_eq!(ctx.calls(), 0, "the refused calls were not counted");
+    assert!(epochs(tmp.path()).is_empty(), "nothing saved");
+    // On its own thread the context goes on as if the calls had not been made.
+    assert!(ctx.check_thread().is_ok());
+    ctx.checkpoint(&1u64).unwrap();
+    ctx.finalize().unwrap();
+    assert_eq!(ctx.calls(), 1);
+    assert_eq!(epochs(tmp.path()), vec![1]);
+}

@@ -111,6 +111,24 @@ pub enum CheckpointError {
     /// The background writer thread stopped unexpectedly.
     #[error("the checkpoint writer thread has stopped")]
     WriterGone,
+    /// A `checkpoint!` call (or `rankmig_checkpoint`) from a thread other than the one
+    /// that created the context (that called `rankmig_init` or `Job::init`), or inside
+    /// an OpenMP parallel region ([`super::thread_owner`]). Refused before any
+    /// collective step: the call counts nothing, and the job goes on as it was.
+    #[error(
+        "checkpoint called {}: the call belongs outside parallel regions, on the thread that \
+         called rankmig_init (Job::init, CheckpointContext::new); it was refused, nothing \
+         was saved",
+        super::thread_owner::called_from(.owner, .caller, .in_parallel)
+    )]
+    Misplaced {
+        /// The thread the context belongs to.
+        owner: super::thread_owner::ThreadLabel,
+        /// The thread that made the call.
+        caller: super::thread_owner::ThreadLabel,
+        /// True when the call was made inside an OpenMP parallel region.
+        in_parallel: bool,
+    },
 }
 
 impl From<crate::own_files::FileError> for CheckpointError {

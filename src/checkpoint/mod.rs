@@ -95,6 +95,7 @@ pub mod job_dir;
 pub mod mpi_collective;
 pub mod restore;
 pub mod storage;
+pub mod thread_owner;
 pub mod writer;
 
 pub use collective::{Collective, LocalCollective};

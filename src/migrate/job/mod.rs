@@ -482,18 +482,27 @@ impl Job {
     #[doc(hidden)]
     #[inline]
     pub fn tick(&mut self) -> bool {
+        if !self.ckpt.in_place() {
+            // From another thread, or inside an OpenMP parallel region: not counted
+            // (the ranks' counts decide their collective steps); event() refuses it.
+            return true;
+        }
         self.calls += 1;
         (self.iterations).tick(self.calls, self.settings.run_dir.is_some());
-        self.ckpt_due = self.ckpt.tick();
+        self.ckpt_due = self.ckpt.count_call();
         self.ckpt_due || (self.settings.migrates() && self.pacer.due(self.calls))
     }
 
     /// The slow path of `checkpoint!`: a checkpoint save or check, and at every
     /// availability check a possible reconfiguration. Collective. A rank that is
     /// replaced does not return: its process exits. Returns true when this call
-    /// replaced the job's communicator ([`Job::comm_generation`] went up).
+    /// replaced the job's communicator ([`Job::comm_generation`] went up). A call from a
+    /// thread other than the one that called [`Job::init`], or inside an OpenMP
+    /// parallel region, is refused first, before any collective
+    /// ([`crate::checkpoint::CheckpointError::Misplaced`]).
     #[doc(hidden)]
     pub fn event<T: Serialize>(&mut self, state: &T) -> Result<bool, MigrateError> {
+        self.ckpt.check_thread()?;
         let _rankmig_traffic_is_not_counted = Paused::new();
         if self.ckpt_due && !self.migration_holds_checkpoint() {
             self.ckpt.event(state)?;
