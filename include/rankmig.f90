@@ -49,7 +49,7 @@ module rankmig
   !> The version of this interface (the header's RANKMIG_VERSION_*); rankmig_version()
   !> gives the library's own.
   integer(c_int), parameter, public :: RANKMIG_VERSION_MAJOR = 1
-  integer(c_int), parameter, public :: RANKMIG_VERSION_MINOR = 0
+  integer(c_int), parameter, public :: RANKMIG_VERSION_MINOR = 1
   integer(c_int), parameter, public :: RANKMIG_VERSION_PATCH = 0
   integer(c_int), parameter, public :: RANKMIG_OK = 0
   integer(c_int), parameter, public :: RANKMIG_COMM_CHANGED = 1

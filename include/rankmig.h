@@ -19,7 +19,7 @@
 /*
  The minor version: raised when the interface gains something.
  */
-#define RANKMIG_VERSION_MINOR 0
+#define RANKMIG_VERSION_MINOR 1
 
 /*
  The patch version: raised by a fix that leaves the interface as it was.
@@ -32,8 +32,8 @@
 #define RANKMIG_OK 0
 
 /*
- A call before `rankmig_init`, after `rankmig_finalize`, from another thread, or a
- second `rankmig_init`.
+ A call before `rankmig_init`, after `rankmig_finalize`, from another thread (but
+ `rankmig_checkpoint`: [`RANKMIG_ERR_THREAD`]), or a second `rankmig_init`.
  */
 #define RANKMIG_ERR_NOT_INITIALISED -1
 
@@ -52,6 +52,14 @@
  A bug inside rankmig (caught, never unwound into the caller).
  */
 #define RANKMIG_ERR_INTERNAL -4
+
+/*
+ [`rankmig_checkpoint`] called where it does not belong: from a thread other than the
+ one that called `rankmig_init`, or inside an OpenMP parallel region (even by its
+ master thread). Refused before any collective: nothing is counted or saved, the job
+ goes on as it was; [`rankmig_last_error`] names the two threads. Since 1.1.
+ */
+#define RANKMIG_ERR_THREAD -5
 
 /*
  [`rankmig_checkpoint`]: this call replaced the job's communicator (a migration); the
@@ -130,6 +138,12 @@ int rankmig_register(const char *name, void *data, size_t bytes);
  the callbacks run with it, and the old one is freed by rankmig only after; a
  communicator the program derived from the old one is the program's to free (in its
  callback).
+
+ The call belongs on the thread that called [`rankmig_init`], outside any OpenMP
+ parallel region (after the region's end, where its threads have joined). From
+ another thread, or inside a parallel region (even on its master thread), it returns
+ [`RANKMIG_ERR_THREAD`] at once, before any collective: nothing is counted or saved,
+ and the job goes on as it was.
  */
 int rankmig_checkpoint(void);
 
@@ -181,7 +195,7 @@ int rankmig_resumed(void);
 int rankmig_finalize(void);
 
 /*
- The library's version, `MAJOR.MINOR.PATCH` (`"1.0.0"`): the version of the library
+ The library's version, `MAJOR.MINOR.PATCH` (`"1.1.0"`): the version of the library
  the program runs with, which may differ from the `RANKMIG_VERSION_*` of the header
  it was compiled with (same major version: compatible). The string is static.
  */

@@ -20,7 +20,8 @@
 //! Every call returns an error code instead of aborting; the message of the last error
 //! of the calling thread is [`rankmig_last_error`]. The runtime belongs to the thread
 //! that called [`rankmig_init`] (MPI's main thread); calls from another thread fail with
-//! [`RANKMIG_ERR_NOT_INITIALISED`].
+//! [`RANKMIG_ERR_NOT_INITIALISED`], except [`rankmig_checkpoint`], which fails with
+//! [`RANKMIG_ERR_THREAD`] from another thread and inside an OpenMP parallel region.
 
 pub mod logger;
 mod regions;
@@ -34,7 +35,9 @@ use mpi::raw::AsRaw;
 use mpi::traits::Communicator;
 
 use crate::checkpoint::CheckpointConfig;
-use crate::migrate::Job;
+use crate::checkpoint::CheckpointError;
+use crate::checkpoint::thread_owner::{self, ThreadLabel};
+use crate::migrate::{Job, MigrateError};
 use regions::{Region, Regions, SavedRegions};
 
 /// The major version of the library: a program built against one major version runs
@@ -42,7 +45,7 @@ use regions::{Region, Regions, SavedRegions};
 /// incompatible change of this interface raises it.
 pub const RANKMIG_VERSION_MAJOR: c_int = 1;
 /// The minor version: raised when the interface gains something.
-pub const RANKMIG_VERSION_MINOR: c_int = 0;
+pub const RANKMIG_VERSION_MINOR: c_int = 1;
 /// The patch version: raised by a fix that leaves the interface as it was.
 pub const RANKMIG_VERSION_PATCH: c_int = 0;
 
@@ -68,8 +71,8 @@ const fn version_part(digits: &str) -> c_int {
 
 /// Success.
 pub const RANKMIG_OK: c_int = 0;
-/// A call before `rankmig_init`, after `rankmig_finalize`, from another thread, or a
-/// second `rankmig_init`.
+/// A call before `rankmig_init`, after `rankmig_finalize`, from another thread (but
+/// `rankmig_checkpoint`: [`RANKMIG_ERR_THREAD`]), or a second `rankmig_init`.
 pub const RANKMIG_ERR_NOT_INITIALISED: c_int = -1;
 /// A bad argument: a null or non-UTF-8 name, a null region of nonzero size, a region
 /// whose size differs from the saved one, MPI not initialised.
@@ -78,6 +81,11 @@ pub const RANKMIG_ERR_ARGUMENT: c_int = -2;
 pub const RANKMIG_ERR_RUNTIME: c_int = -3;
 /// A bug inside rankmig (caught, never unwound into the caller).
 pub const RANKMIG_ERR_INTERNAL: c_int = -4;
+/// [`rankmig_checkpoint`] called where it does not belong: from a thread other than the
+/// one that called `rankmig_init`, or inside an OpenMP parallel region (even by its
+/// master thread). Refused before any collective: nothing is counted or saved, the job
+/// goes on as it was; [`rankmig_last_error`] names the two threads. Since 1.1.
+pub const RANKMIG_ERR_THREAD: c_int = -5;
 /// [`rankmig_checkpoint`]: this call replaced the job's communicator (a migration); the
 /// callbacks of [`rankmig_on_comm`] have run with the new one.
 pub const RANKMIG_COMM_CHANGED: c_int = 1;
@@ -133,6 +141,15 @@ fn announce_comm(comm: MPI_Comm, callbacks: &[CommCallback]) {
     }
 }
 
+/// The thread that called [`rankmig_init`], while the runtime runs: a call from another
+/// thread finds no runtime of its own, and is told which thread has it.
+static INIT_THREAD: std::sync::Mutex<Option<ThreadLabel>> = std::sync::Mutex::new(None);
+
+/// Records (or, with `None`, forgets) the thread that holds the runtime.
+fn set_init_thread(thread: Option<ThreadLabel>) {
+    *INIT_THREAD.lock().unwrap_or_else(|e| e.into_inner()) = thread;
+}
+
 thread_local! {
     static RUNTIME: RefCell<Option<Runtime>> = const { RefCell::new(None) };
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -148,6 +165,20 @@ impl CallError {
 
     fn argument(message: impl Into<String>) -> Self {
         Self(RANKMIG_ERR_ARGUMENT, message.into())
+    }
+
+    /// A checkpoint call from where it does not belong ([`RANKMIG_ERR_THREAD`]).
+    fn misplaced(e: &CheckpointError) -> Self {
+        Self(RANKMIG_ERR_THREAD, e.to_string())
+    }
+
+    /// A failed checkpoint call: [`RANKMIG_ERR_THREAD`] for a misplaced one, else a
+    /// runtime error.
+    fn checkpoint(e: MigrateError) -> Self {
+        match &e {
+            MigrateError::Checkpoint(c @ CheckpointError::Misplaced { .. }) => Self::misplaced(c),
+            _ => Self::runtime(e),
+        }
     }
 
     fn not_initialised() -> Self {
@@ -264,6 +295,7 @@ pub unsafe extern "C" fn rankmig_init(comm: *mut MPI_Comm) -> c_int {
                 fortran: Vec::new(),
             })
         });
+        set_init_thread(Some(ThreadLabel::current()));
         Ok(RANKMIG_OK)
     })
 }
@@ -346,11 +378,19 @@ pub unsafe extern "C" fn rankmig_register(
 /// the callbacks run with it, and the old one is freed by rankmig only after; a
 /// communicator the program derived from the old one is the program's to free (in its
 /// callback).
+///
+/// The call belongs on the thread that called [`rankmig_init`], outside any OpenMP
+/// parallel region (after the region's end, where its threads have joined). From
+/// another thread, or inside a parallel region (even on its master thread), it returns
+/// [`RANKMIG_ERR_THREAD`] at once, before any collective: nothing is counted or saved,
+/// and the job goes on as it was.
 #[unsafe(no_mangle)]
 pub extern "C" fn rankmig_checkpoint() -> c_int {
     call(|| {
+        refuse_from_another_thread()?;
         let changed = with_runtime(|rt| {
-            let changed = rt.job.tick() && rt.job.event(&rt.regions).map_err(CallError::runtime)?;
+            let changed =
+                rt.job.tick() && rt.job.event(&rt.regions).map_err(CallError::checkpoint)?;
             Ok(changed.then(|| (rt.job.comm().as_raw(), rt.on_comm.clone())))
         })?;
         match changed {
@@ -361,6 +401,25 @@ pub extern "C" fn rankmig_checkpoint() -> c_int {
             None => Ok(RANKMIG_OK),
         }
     })
+}
+
+/// [`RANKMIG_ERR_THREAD`] when the runtime runs, but on another thread than the caller.
+fn refuse_from_another_thread() -> Result<(), CallError> {
+    if RUNTIME.with(|cell| cell.try_borrow().map_or(true, |r| r.is_some())) {
+        return Ok(());
+    }
+    let owner = INIT_THREAD
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    match owner {
+        Some(owner) => Err(CallError::misplaced(&CheckpointError::Misplaced {
+            owner,
+            caller: ThreadLabel::current(),
+            in_parallel: thread_owner::in_parallel_region(),
+        })),
+        None => Ok(()),
+    }
 }
 
 /// Registers `callback`, called with the job's communicator and `arg`: once at once,
@@ -442,12 +501,13 @@ pub extern "C" fn rankmig_finalize() -> c_int {
         let mut runtime = RUNTIME
             .with(|cell| cell.borrow_mut().take())
             .ok_or_else(CallError::not_initialised)?;
+        set_init_thread(None);
         runtime.job.finalize().map_err(CallError::runtime)?;
         Ok(RANKMIG_OK)
     })
 }
 
-/// The library's version, `MAJOR.MINOR.PATCH` (`"1.0.0"`): the version of the library
+/// The library's version, `MAJOR.MINOR.PATCH` (`"1.1.0"`): the version of the library
 /// the program runs with, which may differ from the `RANKMIG_VERSION_*` of the header
 /// it was compiled with (same major version: compatible). The string is static.
 #[unsafe(no_mangle)]

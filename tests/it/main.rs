@@ -44,6 +44,7 @@ mod mapper_optimum;
 mod mapper_quality;
 mod matrix_formats;
 mod migrate_mpi;
+mod misplaced_checkpoint;
 mod monitor_mpi;
 mod planner;
 mod rankfile_mpirun;
