@@ -206,6 +206,9 @@ int main(int argc, char **argv) {
     if (rankmig_on_comm(make_cart, NULL) != 0) /* rankmig: derived communicators */
         return fail("rankmig_on_comm");
 #endif
+    /* The compute loop's own time (this process's loop: a replacement's from its arrival),
+     * printed by rank 0 as examples/jacobi.rs prints it; benches/hybrid.rs reads it. */
+    double loop_start = MPI_Wtime();
     while (iter < iters) {
         if (stop_requested(cart, stop_file, iter))
             break;
@@ -216,9 +219,11 @@ int main(int argc, char **argv) {
         if (rankmig_checkpoint() < 0) /* rankmig: may save, move this rank, or give */
             return fail("rankmig_checkpoint"); /* a new communicator (make_cart ran) */
     }
+    double loop_seconds = MPI_Wtime() - loop_start;
     comm = rankmig_comm();
     MPI_Comm_rank(comm, &rank);
     if (rank == 0) {
+        fprintf(stderr, "jacobi-c: %" PRIu64 " iterations done in %.3f s\n", iter, loop_seconds);
         printf("iterations: %" PRIu64 "\n", iter);
         fprintf(stderr, "jacobi-c: communicator generation %lu\n", rankmig_generation());
     }
