@@ -17,7 +17,7 @@
 //! | launching and writing plans | [`emulated_cluster`], [`launcher`] (one file per MPI implementation), [`rms`] (Slurm), [`output`] (mappings, placements and plans as files and text) |
 //! | planning | [`planner`], [`treematch`], [`contention`] (nodes whose CPUs something else takes, judged from the ranks' waits) |
 //! | inputs | [`config`] (site and user configuration files), [`allocation`], [`availability`], [`topology`], [`matrix`], [`lines`], [`huge_pages`] |
-//! | tools | [`own_files`] (files of this user: checked, opened without following links, written atomically), [`mpi_request`] (waiting for a nonblocking MPI request, sleeping between tests) |
+//! | tools | [`own_files`] (files of this user: checked, opened without following links, written atomically), [`mpi_request`] (waiting for a nonblocking MPI request, sleeping between tests), [`mpi_build`] (the MPI this build was compiled against, compared with the one found at run time) |
 //!
 //! `supervisor` (with `report`) and `migrate` are two programs that meet only in the run
 //! directory: both import [`run_dir`], neither imports the other (`tests/it/layering.rs`
@@ -45,6 +45,7 @@ pub mod matrix;
 pub mod migrate;
 #[cfg(feature = "mpi")]
 pub mod monitor;
+pub mod mpi_build;
 #[cfg(feature = "mpi")]
 pub mod mpi_request;
 #[cfg(feature = "tools")]

@@ -273,6 +273,9 @@ pub unsafe extern "C" fn rankmig_init(comm: *mut MPI_Comm) -> c_int {
         // whose duplicate may still be in progress in a process that arrived by migration
         // and must be completed by every rank together.)
         logger::set_rank(u32::try_from(job.comm().rank()).unwrap_or(0));
+        // A module's LD_LIBRARY_PATH may have put another MPI's library in place of the
+        // one built against: said, not refused (the same ABI may run).
+        crate::mpi_build::warn_if_library_differs();
         let saved = match job.take_arrived_state() {
             // Arrived by a migration: the regions stay in the state message until
             // registered (one copy, into the program's memory).

@@ -153,6 +153,9 @@ impl RunSpec {
             env,
         )?;
         let mpi = chosen.mpi;
+        if chosen.method == crate::launcher::LaunchMethod::Mpirun {
+            crate::mpi_build::warn_if_launcher_differs(crate::launcher::launcher(mpi).program());
+        }
         let mut mpirun_args = settings.mpirun_args.clone();
         if let Some(pmi) = &chosen.pmi {
             log::info!("{}", chosen.describe());
