@@ -135,16 +135,16 @@ ln -sf "$SONAME" "$STAGE/lib/librankmig.so"
 install -m 644 "$RELEASE/librankmig.a" "$STAGE/lib/librankmig.a"
 install -m 644 include/rankmig.h include/rankmig.f90 "$STAGE/include/"
 
-# The MPI's own flags, in the order of its wrapper: written after -lrankmig into the
-# .pc and the CMake target, so that rankmig's MPI_Send & co come first.
-mpi_cflags=() mpi_libs=()
-for word in $mpi_show; do
-  case "$word" in
-    -I*|-D*) mpi_cflags+=("$word") ;;
-    -pthread) mpi_cflags+=("$word"); mpi_libs+=("$word") ;;
-    -L*|-l*|-Wl,*) mpi_libs+=("$word") ;;
-  esac
-done
+# The MPI's own flags, in the order of its wrapper and read as build.rs reads them
+# (scripts/mpi-flags.sh): written after -lrankmig into the .pc and the CMake target,
+# so that rankmig's MPI_Send & co come first, each quoted for its file.
+# shellcheck source=scripts/mpi-flags.sh
+. "$ROOT/scripts/mpi-flags.sh"
+mpi_flags "$mpi_show"
+# The MPI library itself, which find_package(rankmig) compares with FindMPI's.
+MPI_LIBRARY=$(mpi_library "${mpi_libs[@]}")
+[ -n "$MPI_LIBRARY" ] ||
+  echo "install.sh: no MPI library found from '$MPICC -show': find_package(rankmig) will not compare the MPI it finds with it" >&2
 
 # Fortran: the modules compiled by the Fortran wrapper of the same MPI (beside its
 # mpicc, or named by MPIFC), when it has one that works.
@@ -164,13 +164,13 @@ if [ -n "$FC" ] && "$FC" -O2 -fPIC -c include/rankmig.f90 -J "$fortran_dir" -o "
   ar rcs "$STAGE/lib/librankmig_fortran.a" "$fortran_dir/rankmig.o"
   FORTRAN=1
   # The Fortran wrapper's own flags (its `use mpi` modules, its Fortran MPI libraries).
-  for word in $("$FC" -show 2>/dev/null); do
+  while IFS= read -r word; do
     case "$word" in
       -I*) fc_cflags+=("$word") ;;
       -pthread) fc_cflags+=("$word"); fc_libs+=("$word") ;;
       -L*|-l*|-Wl,*) fc_libs+=("$word") ;;
     esac
-  done
+  done < <(mpi_show_words "$("$FC" -show 2>/dev/null)")
   echo "install.sh: Fortran modules compiled with $(command -v "$FC")" >&2
 elif [ -n "$FC" ]; then
   echo "install.sh: $FC cannot compile include/rankmig.f90 (no Fortran MPI modules?); Fortran modules not installed:" >&2
@@ -180,20 +180,24 @@ else
 fi
 rm -rf "$fortran_dir"
 
+# The .pc files find the prefix from their own place (pkg-config's pcfiledir): the
+# prefix can be moved, and a program built from it takes its run path there.
 write_pc() {
   cat > "$STAGE/lib/pkgconfig/rankmig.pc" <<EOF
 # rankmig $VERSION, built with $(command -v "$MPICC"): the C interface and the MPI it needs.
 # -lrankmig comes before the MPI's libraries, so that rankmig counts the MPI calls.
-prefix=$PREFIX
+prefix=\${pcfiledir}/../..
 exec_prefix=\${prefix}
 libdir=\${exec_prefix}/lib
 includedir=\${prefix}/include
+mpicc=$(pc_words "$(command -v "$MPICC")")
+mpi_library=$(pc_words "$MPI_LIBRARY")
 
 Name: rankmig
 Description: Live migration and checkpoint/restart of MPI ranks (C interface)
 Version: $VERSION
-Cflags: -I\${includedir} ${mpi_cflags[*]}
-Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lrankmig ${mpi_libs[*]}
+Cflags: -I\${includedir} $(pc_words "${mpi_cflags[@]}")
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lrankmig $(pc_words "${mpi_libs[@]}")
 Libs.private: $native
 EOF
   if [ "$FORTRAN" = 1 ]; then
@@ -203,7 +207,7 @@ EOF
 # rankmig.pc is required privately: pkg-config keeps the last of repeated flags, and
 # rankmig's Libs after these would put -lrankmig behind them (its Cflags, and with
 # --static its libraries, still come).
-prefix=$PREFIX
+prefix=\${pcfiledir}/../..
 exec_prefix=\${prefix}
 libdir=\${exec_prefix}/lib
 includedir=\${prefix}/include
@@ -212,8 +216,8 @@ Name: rankmig-fortran
 Description: Fortran modules of rankmig's C interface
 Version: $VERSION
 Requires.private: rankmig = $VERSION
-Cflags: -I\${includedir} ${fc_cflags[*]}
-Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lrankmig_fortran -lrankmig ${fc_libs[*]}
+Cflags: -I\${includedir} $(pc_words "${fc_cflags[@]}")
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lrankmig_fortran -lrankmig $(pc_words "${fc_libs[@]}")
 EOF
   fi
 }
@@ -221,9 +225,6 @@ EOF
 # CMake: the library's directory is found from the package file's own place, so the
 # package can be moved with its prefix.
 write_cmake() {
-  local quoted_cflags="" quoted_libs="" word
-  for word in "${mpi_cflags[@]}"; do quoted_cflags+=" \"$word\""; done
-  for word in "${mpi_libs[@]}"; do quoted_libs+=" \"$word\""; done
   cat > "$STAGE/lib/cmake/rankmig/rankmigConfig.cmake" <<EOF
 # rankmig $VERSION, built with $(command -v "$MPICC").
 #
@@ -235,9 +236,41 @@ write_cmake() {
 # its mpicc) and puts librankmig ahead of every MPI library on the link line,
 # whatever the order of target_link_libraries, so that rankmig counts the MPI
 # calls. rankmig_FORTRAN_FOUND says whether rankmig::fortran exists.
+#
+# The MPI: rankmig_MPICC is the wrapper it was installed with, rankmig_MPI_LIBRARY
+# that MPI's library. find_package(rankmig) fails when the MPI that CMake's FindMPI
+# finds (the project's find_package(MPI), or one made here when the project made none)
+# links another library: a program would be built against one MPI and rankmig against
+# another.
 get_filename_component(_rankmig_prefix "\${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 set(rankmig_VERSION "$VERSION")
-set(rankmig_MPICC "$(command -v "$MPICC")")
+set(rankmig_MPICC "$(cmake_list "$(command -v "$MPICC")")")
+set(rankmig_MPI_LIBRARY "$(cmake_list "$MPI_LIBRARY")")
+
+if(rankmig_MPI_LIBRARY)
+  if(NOT MPI_C_FOUND AND NOT MPI_CXX_FOUND AND NOT MPI_Fortran_FOUND)
+    find_package(MPI QUIET)
+  endif()
+  unset(_rankmig_found_library)
+  foreach(_rankmig_lang IN ITEMS C CXX Fortran)
+    if(MPI_\${_rankmig_lang}_FOUND AND NOT _rankmig_found_library)
+      foreach(_rankmig_lib IN LISTS MPI_\${_rankmig_lang}_LIBRARIES)
+        get_filename_component(_rankmig_name "\${_rankmig_lib}" NAME)
+        if(_rankmig_name MATCHES "^libmpi\\\\.(so|a)" AND NOT _rankmig_found_library)
+          get_filename_component(_rankmig_found_library "\${_rankmig_lib}" REALPATH)
+          set(_rankmig_found_wrapper "\${MPI_\${_rankmig_lang}_COMPILER}")
+        endif()
+      endforeach()
+    endif()
+  endforeach()
+  if(_rankmig_found_library AND NOT _rankmig_found_library STREQUAL rankmig_MPI_LIBRARY)
+    set(rankmig_FOUND FALSE)
+    set(rankmig_NOT_FOUND_MESSAGE "rankmig in \${_rankmig_prefix} was installed against the MPI of \${rankmig_MPICC} (\${rankmig_MPI_LIBRARY}), but CMake's FindMPI found another: \${_rankmig_found_wrapper} (\${_rankmig_found_library}). Load the MPI rankmig was installed with (or point FindMPI at its wrapper: -DMPI_C_COMPILER=\${rankmig_MPICC}), or use a rankmig installed against this MPI.")
+    unset(_rankmig_prefix)
+    return()
+  endif()
+endif()
+
 set(rankmig_INCLUDE_DIRS "\${_rankmig_prefix}/include")
 set(rankmig_FORTRAN_FOUND $( [ "$FORTRAN" = 1 ] && echo TRUE || echo FALSE ))
 
@@ -247,10 +280,10 @@ if(NOT TARGET rankmig::rankmig)
     IMPORTED_LOCATION "\${_rankmig_prefix}/lib/librankmig.so.$VERSION"
     IMPORTED_SONAME "$SONAME"
     INTERFACE_INCLUDE_DIRECTORIES "\${_rankmig_prefix}/include"
-    INTERFACE_COMPILE_OPTIONS "\$<\$<COMPILE_LANGUAGE:C,CXX>:$(printf '%s;' "${mpi_cflags[@]}" | sed 's/;$//')>"
+    INTERFACE_COMPILE_OPTIONS "\$<\$<COMPILE_LANGUAGE:C,CXX>:$(cmake_list "${mpi_cflags[@]}")>"
     # Link options come before the libraries on the link line: librankmig first.
     INTERFACE_LINK_OPTIONS "LINKER:--no-as-needed;\${_rankmig_prefix}/lib/librankmig.so.$VERSION"
-    INTERFACE_LINK_LIBRARIES "$(printf '%s;' "${mpi_libs[@]}" | sed 's/;$//')")
+    INTERFACE_LINK_LIBRARIES "$(cmake_list "${mpi_libs[@]}")")
 endif()
 
 if(rankmig_FORTRAN_FOUND AND NOT TARGET rankmig::fortran)
@@ -258,10 +291,11 @@ if(rankmig_FORTRAN_FOUND AND NOT TARGET rankmig::fortran)
   set_target_properties(rankmig::fortran PROPERTIES
     IMPORTED_LOCATION "\${_rankmig_prefix}/lib/librankmig_fortran.a"
     INTERFACE_INCLUDE_DIRECTORIES "\${_rankmig_prefix}/include"
-    INTERFACE_COMPILE_OPTIONS "\$<\$<COMPILE_LANGUAGE:Fortran>:$(printf '%s;' "${fc_cflags[@]}" | sed 's/;$//')>"
-    INTERFACE_LINK_LIBRARIES "rankmig::rankmig;$(printf '%s;' "${fc_libs[@]}" | sed 's/;$//')")
+    INTERFACE_COMPILE_OPTIONS "\$<\$<COMPILE_LANGUAGE:Fortran>:$(cmake_list "${fc_cflags[@]}")>"
+    INTERFACE_LINK_LIBRARIES "rankmig::rankmig;$(cmake_list "${fc_libs[@]}")")
 endif()
 unset(_rankmig_prefix)
+unset(_rankmig_found_library)
 EOF
   cat > "$STAGE/lib/cmake/rankmig/rankmigConfigVersion.cmake" <<EOF
 # rankmig $VERSION: compatible with a request of the same major version, at most this one

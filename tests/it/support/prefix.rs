@@ -145,20 +145,7 @@ fn fresh_install(name: &str, extra: &[&str]) -> PathBuf {
 
 /// `pkg-config ARGS` on the `.pc` files of [`library_prefix`], split into arguments.
 pub fn pkg_config(args: &[&str]) -> Vec<String> {
-    let out = Command::new("pkg-config")
-        .args(args)
-        .env("PKG_CONFIG_PATH", library_prefix().join("lib/pkgconfig"))
-        .output()
-        .expect("pkg-config runs");
-    assert!(
-        out.status.success(),
-        "pkg-config {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
+    pkg_config_of(library_prefix(), args)
 }
 
 /// The compiler wrapper `wrapper` (`mpicc`, `mpif90`) building `sources` into `exe`
@@ -180,4 +167,90 @@ pub fn compile_against_prefix(
         .args(pkg_config(&["--libs", package]))
         .args(extra);
     cmd
+}
+
+static MOVED_PREFIX: OnceLock<PathBuf> = OnceLock::new();
+
+/// A prefix installed with `--library-only` into `target/release/installed/before-move`
+/// and then moved (`mv`) to `target/release/installed/moved`, once per test binary: the
+/// directory it was installed into no longer exists.
+pub fn moved_prefix() -> &'static Path {
+    MOVED_PREFIX.get_or_init(|| {
+        let before = build_dir().join("installed/before-move");
+        let moved = build_dir().join("installed/moved");
+        let _ = fs::remove_dir_all(&before);
+        let _ = fs::remove_dir_all(&moved);
+        install(
+            &[
+                "--prefix",
+                before.to_str().expect("UTF-8 path"),
+                "--library-only",
+            ],
+            None,
+        );
+        let status = Command::new("mv")
+            .arg(&before)
+            .arg(&moved)
+            .status()
+            .expect("mv");
+        assert!(
+            status.success(),
+            "mv {} {}",
+            before.display(),
+            moved.display()
+        );
+        assert!(!before.exists(), "{} is still there", before.display());
+        moved
+    })
+}
+
+/// `pkg-config ARGS` on the `.pc` files of the prefix `prefix`, split into arguments.
+pub fn pkg_config_of(prefix: &Path, args: &[&str]) -> Vec<String> {
+    let out = Command::new("pkg-config")
+        .args(args)
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .output()
+        .expect("pkg-config runs");
+    assert!(
+        out.status.success(),
+        "pkg-config {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The `mpicc` first on `PATH`, its links followed: the MPI the tests are built with.
+pub fn mpicc_on_path() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("mpicc"))
+        .find(|p| p.is_file())
+        .and_then(|p| fs::canonicalize(p).ok())
+}
+
+/// The MPIs of this machine other than the one first on `PATH`, as directories
+/// `(bin, lib)`: Debian's Open MPI 4.1 (`/usr/bin`, its `libmpi.so.40` in the multiarch
+/// directory), PyPI's Open MPI 4.1.8, MPICH and Open MPI 5 of `target/mpi`
+/// (scripts/test.sh installs them there), those that are installed.
+pub fn other_mpis() -> Vec<(PathBuf, PathBuf)> {
+    let ours = mpicc_on_path();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut candidates = vec![(
+        PathBuf::from("/usr/bin"),
+        PathBuf::from("/usr/lib/x86_64-linux-gnu"),
+    )];
+    for name in ["openmpi418", "mpich", "openmpi5"] {
+        let dir = root.join("target/mpi").join(name);
+        candidates.push((dir.join("bin"), dir.join("lib")));
+    }
+    candidates
+        .into_iter()
+        .filter(|(bin, _)| {
+            let mpicc = fs::canonicalize(bin.join("mpicc")).ok();
+            mpicc.is_some() && mpicc != ours
+        })
+        .collect()
 }
