@@ -13,7 +13,7 @@
 //! | programs | `rankmig` CLI (`src/main.rs`, `src/cli.rs`, `src/commands.rs`); [`supervisor`] (`rankmig run`); [`report`] (`rankmig report`); [`capi`] (C and Fortran interface) |
 //! | runtime in every rank | [`migrate`] (the job, its pacing and history, the migration protocol) |
 //! | the run directory | [`run_dir`] (the files `rankmig run` and the ranks both read and write, and their formats: settings, records, spawn marker, replacement launch requests) |
-//! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`](mod@checkpoint) |
+//! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`](mod@checkpoint), [`output_files`] (the files a rank writes through rankmig, kept right across checkpoints, restarts and migrations) |
 //! | launching and writing plans | [`emulated_cluster`], [`launcher`] (one file per MPI implementation), [`rms`] (Slurm), [`output`] (mappings, placements and plans as files and text) |
 //! | planning | [`planner`], [`treematch`], [`contention`] (nodes whose CPUs something else takes, judged from the ranks' waits) |
 //! | inputs | [`config`] (site and user configuration files), [`allocation`], [`availability`], [`topology`], [`matrix`], [`lines`], [`huge_pages`] |
@@ -50,6 +50,7 @@ pub mod mpi_build;
 pub mod mpi_request;
 #[cfg(feature = "tools")]
 pub mod output;
+pub mod output_files;
 pub mod own_files;
 pub mod planner;
 #[cfg(feature = "tools")]
