@@ -44,7 +44,8 @@ module rankmig
   private
   public :: rankmig_init, rankmig_comm, rankmig_register_data, rankmig_checkpoint, &
        rankmig_resumed, rankmig_finalize, rankmig_last_error, rankmig_generation, &
-       rankmig_on_comm, rankmig_comm_callback, rankmig_version
+       rankmig_on_comm, rankmig_comm_callback, rankmig_version, rankmig_open_output, &
+       rankmig_write_output, rankmig_write_line, rankmig_close_output
 
   !> The version of this interface (the header's RANKMIG_VERSION_*); rankmig_version()
   !> gives the library's own.
@@ -90,6 +91,10 @@ module rankmig
     integer(c_long) function rankmig_generation() bind(C, name="rankmig_generation")
       import :: c_long
     end function rankmig_generation
+    !> 1 in a process that arrived by migration, and after a restart from a checkpoint
+    !> in every process (rankmig_init restored it); 0 at a fresh start. Set-up under
+    !> if (rankmig_resumed() == 0) is skipped by an arrival and by every process at a
+    !> restart; set-up that must run again at a restart goes outside it.
     integer(c_int) function rankmig_resumed() bind(C, name="rankmig_resumed")
       import :: c_int
     end function rankmig_resumed
@@ -102,6 +107,22 @@ module rankmig
     type(c_ptr) function c_rankmig_version() bind(C, name="rankmig_version")
       import :: c_ptr
     end function c_rankmig_version
+    integer(c_int) function c_rankmig_open_output(path, handle) bind(C, name="rankmig_open_output")
+      import :: c_int, c_char
+      character(kind=c_char), dimension(*), intent(in) :: path
+      integer(c_int), intent(out) :: handle
+    end function c_rankmig_open_output
+    integer(c_int) function c_rankmig_write_output(handle, data, bytes) &
+         bind(C, name="rankmig_write_output")
+      import :: c_int, c_char, c_size_t
+      integer(c_int), value :: handle
+      character(kind=c_char), dimension(*), intent(in) :: data
+      integer(c_size_t), value :: bytes
+    end function c_rankmig_write_output
+    integer(c_int) function rankmig_close_output(handle) bind(C, name="rankmig_close_output")
+      import :: c_int
+      integer(c_int), value :: handle
+    end function rankmig_close_output
   end interface
 
 contains
@@ -138,6 +159,39 @@ contains
     type(c_ptr), intent(in) :: arg
     rankmig_on_comm = c_rankmig_on_comm_fortran(c_funloc(callback), arg)
   end function rankmig_on_comm
+
+  !> Opens path as an output file of this rank, written through rankmig with
+  !> rankmig_write_line or rankmig_write_output (not with Fortran's write: rankmig
+  !> must hold what is written to flush it at each checkpoint and hand it over at a
+  !> migration); handle is set to its handle. Call it after rankmig_init, in every
+  !> process that writes the file (one that arrived by migration too): a fresh start
+  !> creates or truncates it, a restart truncates it to the length its checkpoint
+  !> recorded, a process that arrived appends where the rank it replaces stopped.
+  !> 0 = ok; else rankmig_last_error() says why (a link, another user's file, a file
+  !> shorter than recorded).
+  integer(c_int) function rankmig_open_output(path, handle)
+    character(len=*), intent(in) :: path
+    integer(c_int), intent(out) :: handle
+    rankmig_open_output = c_rankmig_open_output(trim(path) // c_null_char, handle)
+  end function rankmig_open_output
+
+  !> Writes text (all of it, trailing blanks included) to the output file handle.
+  !> 0 = ok.
+  integer(c_int) function rankmig_write_output(handle, text)
+    integer(c_int), intent(in) :: handle
+    character(len=*), intent(in) :: text
+    rankmig_write_output = c_rankmig_write_output(handle, text, int(len(text), c_size_t))
+  end function rankmig_write_output
+
+  !> Writes text and a newline to the output file handle, e.g. after
+  !> write(line, '(a,i0)') 'iteration ', iter: rankmig_write_line(out, trim(line)).
+  !> 0 = ok.
+  integer(c_int) function rankmig_write_line(handle, text)
+    integer(c_int), intent(in) :: handle
+    character(len=*), intent(in) :: text
+    rankmig_write_line = c_rankmig_write_output(handle, text // achar(10), &
+         int(len(text) + 1, c_size_t))
+  end function rankmig_write_line
 
   !> The message of the last failed call.
   function rankmig_last_error() result(message)
@@ -188,13 +242,15 @@ module rankmig_f08
        rankmig_finalize, rankmig_last_error, rankmig_generation, RANKMIG_OK, &
        RANKMIG_COMM_CHANGED, rankmig_version, RANKMIG_VERSION_MAJOR, &
        RANKMIG_VERSION_MINOR, RANKMIG_VERSION_PATCH, rankmig_init_handle => rankmig_init, &
-       rankmig_comm_handle => rankmig_comm
+       rankmig_comm_handle => rankmig_comm, rankmig_open_output, rankmig_write_output, &
+       rankmig_write_line, rankmig_close_output
   implicit none
   private
   public :: rankmig_init, rankmig_comm, rankmig_register_data, rankmig_checkpoint, &
        rankmig_resumed, rankmig_finalize, rankmig_last_error, rankmig_generation, &
        RANKMIG_OK, RANKMIG_COMM_CHANGED, rankmig_on_comm, rankmig_comm_f08_callback, &
-       rankmig_version, RANKMIG_VERSION_MAJOR, RANKMIG_VERSION_MINOR, RANKMIG_VERSION_PATCH
+       rankmig_version, RANKMIG_VERSION_MAJOR, RANKMIG_VERSION_MINOR, RANKMIG_VERSION_PATCH, &
+       rankmig_open_output, rankmig_write_output, rankmig_write_line, rankmig_close_output
 
   abstract interface
     !> A callback of rankmig_on_comm: the job's communicator and the argument given

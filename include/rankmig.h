@@ -32,8 +32,8 @@
 #define RANKMIG_OK 0
 
 /*
- A call before `rankmig_init`, after `rankmig_finalize`, from another thread (but
- `rankmig_checkpoint`: [`RANKMIG_ERR_THREAD`]), or a second `rankmig_init`.
+ A call before `rankmig_init`, after `rankmig_finalize`, from another thread, or a
+ second `rankmig_init`.
  */
 #define RANKMIG_ERR_NOT_INITIALISED -1
 
@@ -54,12 +54,11 @@
 #define RANKMIG_ERR_INTERNAL -4
 
 /*
- [`rankmig_checkpoint`] called where it does not belong: from a thread other than the
- one that called `rankmig_init`, or inside an OpenMP parallel region (even by its
- master thread). Refused before any collective: nothing is counted or saved, the job
- goes on as it was; [`rankmig_last_error`] names the two threads. Since 1.1.
+ An output file ([`rankmig_open_output`]) refused or failed: a symbolic link (never
+ followed), not a regular file of this user with one link, shorter than the length
+ recorded for it, or an I/O error.
  */
-#define RANKMIG_ERR_THREAD -5
+#define RANKMIG_ERR_FILE -5
 
 /*
  [`rankmig_checkpoint`]: this call replaced the job's communicator (a migration); the
@@ -138,12 +137,6 @@ int rankmig_register(const char *name, void *data, size_t bytes);
  the callbacks run with it, and the old one is freed by rankmig only after; a
  communicator the program derived from the old one is the program's to free (in its
  callback).
-
- The call belongs on the thread that called [`rankmig_init`], outside any OpenMP
- parallel region (after the region's end, where its threads have joined). From
- another thread, or inside a parallel region (even on its master thread), it returns
- [`RANKMIG_ERR_THREAD`] at once, before any collective: nothing is counted or saved,
- and the job goes on as it was.
  */
 int rankmig_checkpoint(void);
 
@@ -182,10 +175,51 @@ int rankmig_on_comm_fortran(RankmigFortranCommCallback callback, void *arg);
 unsigned long rankmig_generation(void);
 
 /*
- 1 after a restart from a checkpoint or in a process that arrived by migration (skip
- the set-up that must not run twice), 0 otherwise and before [`rankmig_init`].
+ 1 in a process that arrived by migration, and after a restart from a checkpoint in
+ every process (`rankmig_init` restored it), from [`rankmig_init`] on; 0 at a fresh
+ start and before [`rankmig_init`]. Set-up under `if (!rankmig_resumed())` is
+ therefore skipped by a process that arrived and by every process at a restart;
+ set-up that must run again at a restart goes outside it.
  */
 int rankmig_resumed(void);
+
+/*
+ Opens `path` as an output file of this rank, written with [`rankmig_write_output`],
+ and sets `*handle` to its handle. Call it after [`rankmig_init`], in every process
+ that writes the file (a process that arrived by migration too). Each checkpoint
+ flushes the file and records its length; a restart from that checkpoint truncates
+ it to that length here (so the lines of the iterations after the checkpoint are
+ not there twice); a process that arrived by migration appends to it where the rank
+ it replaces stopped (that one flushed and closed it before handing its state over),
+ never truncating it; a fresh start creates or truncates it. A file of every rank
+ (one path per rank) or of rank 0 alone alike: the rank that opens it records it.
+
+ Returns 0; [`RANKMIG_ERR_FILE`] when the path is a symbolic link (never followed),
+ not a regular file of this user with one link, shorter than recorded, or cannot be
+ opened; [`RANKMIG_ERR_ARGUMENT`] for a null or non-UTF-8 path, a null handle or a
+ path already open ([`rankmig_last_error`] says why).
+
+ # Safety
+ `path` is a NUL-terminated string; `handle` points to writable memory for one `int`.
+ */
+int rankmig_open_output(const char *path, int *handle);
+
+/*
+ Writes `bytes` bytes at `data` to the output file `handle` (buffered by rankmig;
+ flushed at each checkpoint, at a migration, by [`rankmig_close_output`] and by
+ [`rankmig_finalize`]). Returns 0, or a negative code ([`rankmig_last_error`]).
+
+ # Safety
+ `data` is valid for reads of `bytes` bytes (it may be null when `bytes` is 0).
+ */
+int rankmig_write_output(int handle, const void *data, size_t bytes);
+
+/*
+ Flushes and closes the output file `handle`. Its length stays recorded: opened again
+ by this process it is appended to. [`rankmig_finalize`] closes every file still
+ open. Returns 0, or a negative code ([`rankmig_last_error`]).
+ */
+int rankmig_close_output(int handle);
 
 /*
  Waits for the last checkpoint, writes the last records and ends the runtime

@@ -86,6 +86,11 @@ pub const RANKMIG_ERR_INTERNAL: c_int = -4;
 /// master thread). Refused before any collective: nothing is counted or saved, the job
 /// goes on as it was; [`rankmig_last_error`] names the two threads. Since 1.1.
 pub const RANKMIG_ERR_THREAD: c_int = -5;
+
+/// An output file ([`rankmig_open_output`]) refused or failed: a symbolic link (never
+/// followed), not a regular file of this user with one link, shorter than the length
+/// recorded for it, or an I/O error. Since 1.1.
+pub const RANKMIG_ERR_FILE: c_int = -6;
 /// [`rankmig_checkpoint`]: this call replaced the job's communicator (a migration); the
 /// callbacks of [`rankmig_on_comm`] have run with the new one.
 pub const RANKMIG_COMM_CHANGED: c_int = 1;
@@ -488,11 +493,114 @@ pub extern "C" fn rankmig_generation() -> std::ffi::c_ulong {
     with_runtime(|rt| Ok(rt.job.comm_generation() as std::ffi::c_ulong)).unwrap_or(0)
 }
 
-/// 1 after a restart from a checkpoint or in a process that arrived by migration (skip
-/// the set-up that must not run twice), 0 otherwise and before [`rankmig_init`].
+/// 1 in a process that arrived by migration, and after a restart from a checkpoint in
+/// every process (`rankmig_init` restored it), from [`rankmig_init`] on; 0 at a fresh
+/// start and before [`rankmig_init`]. Set-up under `if (!rankmig_resumed())` is
+/// therefore skipped by a process that arrived and by every process at a restart;
+/// set-up that must run again at a restart goes outside it.
 #[unsafe(no_mangle)]
 pub extern "C" fn rankmig_resumed() -> c_int {
     with_runtime(|rt| Ok(c_int::from(rt.job.is_resumed()))).unwrap_or(0)
+}
+
+/// An output file's error as a code and message.
+fn output_error(e: crate::output_files::OutputError) -> CallError {
+    use crate::output_files::OutputError;
+    match e {
+        OutputError::NotOpen { .. } | OutputError::AlreadyOpen { .. } => {
+            CallError::argument(e.to_string())
+        }
+        _ => CallError(RANKMIG_ERR_FILE, e.to_string()),
+    }
+}
+
+/// Opens `path` as an output file of this rank, written with [`rankmig_write_output`],
+/// and sets `*handle` to its handle. Call it after [`rankmig_init`], in every process
+/// that writes the file (a process that arrived by migration too). Each checkpoint
+/// flushes the file and records its length; a restart from that checkpoint truncates
+/// it to that length here (so the lines of the iterations after the checkpoint are
+/// not there twice); a process that arrived by migration appends to it where the rank
+/// it replaces stopped (that one flushed and closed it before handing its state over),
+/// never truncating it; a fresh start creates or truncates it. A file of every rank
+/// (one path per rank) or of rank 0 alone alike: the rank that opens it records it.
+///
+/// Returns 0; [`RANKMIG_ERR_FILE`] when the path is a symbolic link (never followed),
+/// not a regular file of this user with one link, shorter than recorded, or cannot be
+/// opened; [`RANKMIG_ERR_ARGUMENT`] for a null or non-UTF-8 path, a null handle or a
+/// path already open ([`rankmig_last_error`] says why).
+///
+/// # Safety
+/// `path` is a NUL-terminated string; `handle` points to writable memory for one `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rankmig_open_output(path: *const c_char, handle: *mut c_int) -> c_int {
+    call(|| {
+        if path.is_null() || handle.is_null() {
+            return Err(CallError::argument(
+                "rankmig_open_output: path or handle is NULL",
+            ));
+        }
+        // SAFETY: by the caller, NUL-terminated.
+        let path = unsafe { CStr::from_ptr(path) };
+        let path = path
+            .to_str()
+            .map_err(|_| CallError::argument("rankmig_open_output: path is not UTF-8"))?;
+        let opened = with_runtime(|rt| {
+            (rt.job.output_files())
+                .open_handle(std::path::Path::new(path))
+                .map_err(output_error)
+        })?;
+        let opened = c_int::try_from(opened)
+            .map_err(|_| CallError::argument("rankmig_open_output: too many output files"))?;
+        // SAFETY: by the caller.
+        unsafe { *handle = opened };
+        Ok(RANKMIG_OK)
+    })
+}
+
+/// Writes `bytes` bytes at `data` to the output file `handle` (buffered by rankmig;
+/// flushed at each checkpoint, at a migration, by [`rankmig_close_output`] and by
+/// [`rankmig_finalize`]). Returns 0, or a negative code ([`rankmig_last_error`]).
+///
+/// # Safety
+/// `data` is valid for reads of `bytes` bytes (it may be null when `bytes` is 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rankmig_write_output(
+    handle: c_int,
+    data: *const c_void,
+    bytes: usize,
+) -> c_int {
+    call(|| {
+        if data.is_null() && bytes > 0 {
+            return Err(CallError::argument(format!(
+                "rankmig_write_output: {bytes} bytes at NULL"
+            )));
+        }
+        let slice = if bytes == 0 {
+            &[][..]
+        } else {
+            // SAFETY: by the caller.
+            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), bytes) }
+        };
+        let handle = usize::try_from(handle).unwrap_or(usize::MAX);
+        with_runtime(|rt| {
+            (rt.job.output_files())
+                .write(handle, slice)
+                .map_err(output_error)
+        })?;
+        Ok(RANKMIG_OK)
+    })
+}
+
+/// Flushes and closes the output file `handle`. Its length stays recorded: opened again
+/// by this process it is appended to. [`rankmig_finalize`] closes every file still
+/// open. Returns 0, or a negative code ([`rankmig_last_error`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn rankmig_close_output(handle: c_int) -> c_int {
+    call(|| {
+        let handle = usize::try_from(handle).unwrap_or(usize::MAX);
+        with_runtime(|rt| (rt.job.output_files()).close(handle).map_err(output_error))?;
+        Ok(RANKMIG_OK)
+    })
 }
 
 /// Waits for the last checkpoint, writes the last records and ends the runtime

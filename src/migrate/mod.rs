@@ -71,4 +71,8 @@ pub enum MigrateError {
     /// An I/O error (run directory, executable path).
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// An output file written through rankmig could not be opened, written, flushed or
+    /// handed over ([`crate::output_files`]).
+    #[error(transparent)]
+    Output(#[from] crate::output_files::OutputError),
 }

@@ -202,15 +202,23 @@ impl Job {
         let mut message = None;
         let mut length = 0u64;
         if leaving {
-            // The replaced rank's counters, then its state: one pass, one copy (none
-            // of a C program's largest region, sent from its memory). Into the
-            // checkpoint buffer, whose memory a save has mapped already.
+            // The replaced rank's counters and the lengths of its output files (flushed
+            // to the disk and closed here, before the replacement can open them), then
+            // its state: one pass, one copy (none of a C program's largest region, sent
+            // from its memory). Into the checkpoint buffer, whose memory a save has
+            // mapped already.
             let row = monitor::snapshot().map(|(total, _)| total);
             let buffer = self.ckpt.take_buffer();
-            // SAFETY: the largest region was placed by the C interface, whose regions
-            // stay valid and unchanged while the program is inside rankmig_checkpoint,
-            // which this migration is part of.
-            match unsafe { StateMessage::serialise(buffer, &row, state, self.largest_region) } {
+            let serialised = match self.outputs.hand_over() {
+                // SAFETY: the largest region was placed by the C interface, whose
+                // regions stay valid and unchanged while the program is inside
+                // rankmig_checkpoint, which this migration is part of.
+                Ok(record) => unsafe {
+                    StateMessage::serialise(buffer, &(row, record), state, self.largest_region)
+                },
+                Err(e) => Err(Box::new(bincode::ErrorKind::Custom(e.to_string()))),
+            };
+            match serialised {
                 Ok(m) => {
                     crate::migrate::timeline::step("old: state serialised");
                     length = m.len() as u64;

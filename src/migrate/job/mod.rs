@@ -87,6 +87,7 @@ use pacing::CheckPacer;
 use crate::migrate::MigrateError;
 use crate::migrate::protocol;
 use crate::migrate::state_buffer::{LargestRegion, StateBuffer};
+use crate::output_files::{OutputError, OutputFile, OutputFiles, Restored, Resume, WithOutputs};
 use crate::run_dir::launch_request;
 use crate::run_dir::record;
 use crate::run_dir::settings::JobSettings;
@@ -162,6 +163,9 @@ pub struct Job {
     pressure: Option<PressureReader>,
     /// Rank 0: the contention watch's window and lowered nodes ([`contention`]).
     contention: ContentionWatch,
+    /// The files this rank writes through rankmig ([`Job::output_file`]): recorded in
+    /// each checkpoint, handed over at a migration.
+    outputs: OutputFiles,
     /// MPI itself, finalized when the job is dropped (declared last: dropped after the
     /// communicators). `None` when the application initialised MPI (the C interface).
     _universe: Option<Universe>,
@@ -246,6 +250,7 @@ impl Job {
             pending: None,
             matrix_written: None,
             contention: ContentionWatch::starting(0.0),
+            outputs: OutputFiles::default(),
             _universe: None,
         };
         monitor::set_job_communicator(&job.comm, None);
@@ -325,6 +330,11 @@ impl Job {
         let mut counters = std::io::Cursor::new(arrival.state.as_slice());
         let row: Option<Row> = bincode::deserialize_from(&mut counters)
             .map_err(|e| MigrateError::State(e.to_string()))?;
+        // Then the lengths of its output files, flushed and closed before it sent them.
+        let outputs_record = bincode::deserialize_from(&mut counters)
+            .map_err(|e| MigrateError::State(e.to_string()))?;
+        let outputs = OutputFiles::default();
+        outputs.start(Resume::Arrival, outputs_record);
         let state_offset =
             usize::try_from(counters.position()).map_err(|e| MigrateError::State(e.to_string()))?;
         monitor::set_job_communicator(&arrival.comm, row);
@@ -367,6 +377,7 @@ impl Job {
             pending: None,
             matrix_written: None,
             contention: a.contention,
+            outputs,
             _universe: None,
         };
         job.check_host_and_bind();
@@ -389,10 +400,67 @@ impl Job {
         self.replacement
     }
 
-    /// True when the state does not start fresh: in a replacement process, or after
-    /// [`Job::restore_or`] restored a checkpoint at a restart.
+    /// True when the state does not start fresh: in a process that arrived by migration
+    /// (from [`Job::init`] on), and after a restart from a checkpoint in every process
+    /// (once [`Job::restore_or`] has restored it). False at a fresh start. Set-up under
+    /// `if !job.is_resumed()` is therefore skipped by a replacement and by every process
+    /// at a restart; set-up that must run again at a restart goes outside it (the
+    /// C interface's `rankmig_resumed()` is the same).
+    ///
+    /// ```no_run
+    /// # use rankmig::migrate::Job;
+    /// # fn f(job: &mut Job) -> Result<(), rankmig::migrate::MigrateError> {
+    /// let state: u64 = job.restore_or(|| 0)?;
+    /// if !job.is_resumed() {
+    ///     println!("starting afresh"); // not at a restart, not in a replacement
+    /// }
+    /// # let _ = state; Ok(()) }
+    /// ```
     pub fn is_resumed(&self) -> bool {
         self.replacement || self.ckpt.restored_epoch().is_some()
+    }
+
+    /// Opens `path` as an output file of this rank, written through rankmig (see
+    /// [`crate::output_files`]): each checkpoint flushes it and records its length; a
+    /// restart from that checkpoint truncates it to that length here, so the lines of
+    /// the iterations after the checkpoint are not there twice; a process that arrives
+    /// by migration appends to it where the rank it replaces stopped, after that one
+    /// flushed and closed it; a fresh start creates or truncates it. A file of every
+    /// rank (one path per rank) or of one rank alone (rank 0's follows rank 0 when it
+    /// moves) alike. Call it after [`Job::restore_or`] (which tells a restart from a
+    /// fresh start), in every process that writes the file, replacements included.
+    ///
+    /// Errors ([`OutputError`]): the path is a symbolic link (never followed), not a
+    /// regular file of this user with one link, shorter than recorded, already open, or
+    /// opened before [`Job::restore_or`].
+    ///
+    /// ```no_run
+    /// use std::io::Write;
+    /// use mpi::traits::Communicator;
+    /// # use rankmig::migrate::Job;
+    /// # fn f(job: &mut Job) -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut iter: u64 = job.restore_or(|| 0)?;
+    /// let mut out = job.output_file(format!("out-{}.txt", job.comm().rank()))?;
+    /// while iter < 100 {
+    ///     iter += 1;
+    ///     writeln!(out, "iteration {iter}")?;
+    ///     rankmig::checkpoint!(job, iter);
+    /// }
+    /// out.close()?;
+    /// job.finalize()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn output_file(
+        &self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<OutputFile, OutputError> {
+        self.outputs.open(path.as_ref())
+    }
+
+    /// The output files of this process, for the C interface's handles.
+    #[doc(hidden)]
+    pub fn output_files(&self) -> &OutputFiles {
+        &self.outputs
     }
 
     /// This rank's logical location.
@@ -445,7 +513,16 @@ impl Job {
             crate::migrate::timeline::step("new: state deserialised");
             return Ok(state);
         }
-        let state = self.ckpt.restore_or(fresh)?;
+        let restored: Restored<T> = self.ckpt.restore_or(|| Restored {
+            state: fresh(),
+            record: Default::default(),
+        })?;
+        let how = match self.ckpt.restored_epoch() {
+            Some(_) => Resume::Restart,
+            None => Resume::Fresh,
+        };
+        self.outputs.start(how, restored.record);
+        let state = restored.state;
         self.calls = self.ckpt.calls();
         self.pacer = CheckPacer::starting_at(self.settings.check_spacing, self.calls);
         if let Some(epoch) = self.ckpt.restored_epoch() {
@@ -505,7 +582,11 @@ impl Job {
         self.ckpt.check_thread()?;
         let _rankmig_traffic_is_not_counted = Paused::new();
         if self.ckpt_due && !self.migration_holds_checkpoint() {
-            self.ckpt.event(state)?;
+            let with_outputs = WithOutputs {
+                state,
+                files: &self.outputs,
+            };
+            self.ckpt.event(&with_outputs)?;
         }
         if self.settings.migrates() && self.pacer.due(self.calls) {
             // Paced before the check: processes spawned by it take the new pacing over.
@@ -519,7 +600,11 @@ impl Job {
 
     /// Saves `state` now and commits the epoch before returning. Collective.
     fn commit_checkpoint_now<T: Serialize>(&mut self, state: &T) -> Result<(), MigrateError> {
-        self.ckpt.save_now(state)?;
+        let with_outputs = WithOutputs {
+            state,
+            files: &self.outputs,
+        };
+        self.ckpt.save_now(&with_outputs)?;
         self.ckpt.finalize()?;
         Ok(())
     }
@@ -540,6 +625,7 @@ impl Job {
             }
         }
         self.ckpt.finalize()?;
+        let closed = self.outputs.close_all();
         self.flush_records();
         self.note_process("finish");
         self.finished = true;
@@ -552,6 +638,7 @@ impl Job {
         if self.comm_generation.count() > 0 && self.launcher().finalize_waits_for_departed_ranks() {
             crate::migrate::finalize::end_without_library_finalize(&self.comm);
         }
+        closed?;
         Ok(())
     }
 

@@ -433,7 +433,11 @@ impl Job {
     /// from (written by the checkpoint writer while the ranks compute). Collective.
     fn save_for_relaunch<T: Serialize>(&mut self, state: &T) {
         crate::migrate::timeline::step("relaunch checkpoint: every buffer warm");
-        match self.ckpt.save_now(state) {
+        let with_outputs = crate::output_files::WithOutputs {
+            state,
+            files: &self.outputs,
+        };
+        match self.ckpt.save_now(&with_outputs) {
             Ok(()) => {
                 crate::migrate::timeline::step("relaunch checkpoint: state copied");
                 if let Some(pending) = self.pending.as_mut() {
