@@ -4,6 +4,8 @@
 //! their MPI traffic is counted by the same interposition.
 #![cfg(feature = "mpi")]
 
+mod output_files;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
