@@ -13,6 +13,14 @@
 !   ierr = rankmig_finalize()
 !   call MPI_Finalize(ierr)
 !
+! A file the ranks write as they go is written through rankmig, so that a restart
+! truncates it to its checkpoint's length and a migration hands it over
+! (docs/fortran-and-c.md, "Files your ranks write"):
+!
+!   ierr = rankmig_open_output('history.txt', out)   ! after rankmig_init, every process
+!   write(line, '(a,i0)') 'step ', iter
+!   ierr = rankmig_write_line(out, trim(line))
+!
 ! A communicator derived from the job's (MPI_Cart_create, MPI_Comm_split) is rebuilt in
 ! a callback registered with rankmig_on_comm: a bind(C) subroutine of a module,
 ! receiving the job's communicator (a Fortran handle, by value) and an argument,
