@@ -32,8 +32,8 @@
 #define RANKMIG_OK 0
 
 /*
- A call before `rankmig_init`, after `rankmig_finalize`, from another thread, or a
- second `rankmig_init`.
+ A call before `rankmig_init`, after `rankmig_finalize`, from another thread (but
+ `rankmig_checkpoint`: [`RANKMIG_ERR_THREAD`]), or a second `rankmig_init`.
  */
 #define RANKMIG_ERR_NOT_INITIALISED -1
 
@@ -54,11 +54,19 @@
 #define RANKMIG_ERR_INTERNAL -4
 
 /*
+ [`rankmig_checkpoint`] called where it does not belong: from a thread other than the
+ one that called `rankmig_init`, or inside an OpenMP parallel region (even by its
+ master thread). Refused before any collective: nothing is counted or saved, the job
+ goes on as it was; [`rankmig_last_error`] names the two threads. Since 1.1.
+ */
+#define RANKMIG_ERR_THREAD -5
+
+/*
  An output file ([`rankmig_open_output`]) refused or failed: a symbolic link (never
  followed), not a regular file of this user with one link, shorter than the length
- recorded for it, or an I/O error.
+ recorded for it, or an I/O error. Since 1.1.
  */
-#define RANKMIG_ERR_FILE -5
+#define RANKMIG_ERR_FILE -6
 
 /*
  [`rankmig_checkpoint`]: this call replaced the job's communicator (a migration); the
@@ -137,6 +145,12 @@ int rankmig_register(const char *name, void *data, size_t bytes);
  the callbacks run with it, and the old one is freed by rankmig only after; a
  communicator the program derived from the old one is the program's to free (in its
  callback).
+
+ The call belongs on the thread that called [`rankmig_init`], outside any OpenMP
+ parallel region (after the region's end, where its threads have joined). From
+ another thread, or inside a parallel region (even on its master thread), it returns
+ [`RANKMIG_ERR_THREAD`] at once, before any collective: nothing is counted or saved,
+ and the job goes on as it was.
  */
 int rankmig_checkpoint(void);
 
