@@ -500,13 +500,12 @@ fn run_job(args: &RunArgs, config: &Configuration) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The `--matrix-format` the run of `run_dir` was given (its `run.json`), which the
-/// ranks write `matrix.mat` in; `auto` when it cannot be read.
+/// The `--matrix-format` the run of `run_dir` was given (its `run.json`, read by the
+/// supervisor's [`rankmig::supervisor::launch::load_spec`]), which the ranks write
+/// `matrix.mat` in; `auto` when it cannot be read.
 fn run_matrix_format(run_dir: &Path) -> MatrixFormat {
-    std::fs::read(run_dir.join("run.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-        .and_then(|spec| serde_json::from_value(spec.get("matrix_format")?.clone()).ok())
+    rankmig::supervisor::launch::load_spec(run_dir)
+        .map(|spec| spec.matrix_format)
         .unwrap_or_default()
 }
 

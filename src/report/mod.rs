@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::planner::Placement;
 use crate::run_dir::record::{
-    IterationRecord, Reconfiguration, read_iterations, read_reconfigurations,
+    IterationRecord, RECONFIGURATIONS, Reconfiguration, read_iterations, read_reconfigurations,
 };
 
 pub use chart::svg;
@@ -29,8 +29,9 @@ pub enum ReportError {
     },
     /// The directory exists but holds no record of a run.
     #[error(
-        "{}: not a run directory (neither reconfigurations.jsonl nor iterations/ in it)",
-        path.display()
+        "{}: not a run directory (neither {} nor iterations/ in it)",
+        path.display(),
+        RECONFIGURATIONS
     )]
     NotARunDir {
         /// The path given.
@@ -99,7 +100,7 @@ pub fn read_run(run_dir: &Path) -> Result<RunReport, ReportError> {
         });
     }
     let dir = run_dir.join("iterations");
-    if !dir.is_dir() && !run_dir.join("reconfigurations.jsonl").is_file() {
+    if !dir.is_dir() && !run_dir.join(RECONFIGURATIONS).is_file() {
         return Err(ReportError::NotARunDir {
             path: run_dir.to_owned(),
         });

@@ -27,6 +27,15 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// File of the run directory that says how the job was launched: `rankmig run` writes it
+/// (`supervisor::launch::save_spec`, its format `supervisor::launch::RunSpec`) and reads
+/// it back (`supervisor::launch::load_spec`) for `--restart` and `rankmig report`.
+pub const RUN_SPEC: &str = "run.json";
+
+/// File of the run directory with one JSON object ([`Reconfiguration`]) per availability
+/// change the job saw and what was done; rank 0 appends to it.
+pub const RECONFIGURATIONS: &str = "reconfigurations.jsonl";
+
 /// File of the run directory where rank 0 writes the job's live communication matrix
 /// (bytes sent between ranks since the launch started, carried across migrations) in
 /// TreeMatch's dense format, as `--matrix` (`--matrix-format dense`) reads it, or as an
@@ -541,12 +550,12 @@ impl Reconfiguration {
 /// Appends a reconfiguration record.
 pub fn append_reconfiguration(run_dir: &Path, r: &Reconfiguration) -> std::io::Result<()> {
     let line = serde_json::to_string(r).map_err(std::io::Error::other)?;
-    append_line(&run_dir.join("reconfigurations.jsonl"), &line)
+    append_line(&run_dir.join(RECONFIGURATIONS), &line)
 }
 
 /// Reads every reconfiguration record of a run directory.
 pub fn read_reconfigurations(run_dir: &Path) -> Result<Vec<Reconfiguration>, String> {
-    let path = run_dir.join("reconfigurations.jsonl");
+    let path = run_dir.join(RECONFIGURATIONS);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -478,17 +478,13 @@ fn is_executable(program: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| executable(&d.join(program))))
 }
 
-/// The file of the run directory that says how the job was launched ([`save_spec`]);
-/// only the supervisor writes it.
-pub const RUN_SPEC_FILE: &str = "run.json";
-
 /// The files a run leaves in its run directory (the checkpoint directory aside).
 const RUN_RECORDS: [&str; 9] = [
-    RUN_SPEC_FILE,
+    crate::run_dir::record::RUN_SPEC,
     crate::run_dir::record::MISPLACED,
     super::stall_watch::STALLS,
-    "reconfigurations.jsonl",
-    "processes.csv",
+    crate::run_dir::record::RECONFIGURATIONS,
+    crate::run_dir::record::PROCESSES,
     "rankfile",
     crate::run_dir::record::RELAUNCH_REQUEST,
     crate::rms::RMS_AVAILABILITY,
@@ -539,9 +535,9 @@ pub fn claim_run_dir(run_dir: &Path, force: bool) -> Result<(), LaunchError> {
     Ok(())
 }
 
-/// Writes `run.json`.
+/// Writes `run.json` ([`crate::run_dir::record::RUN_SPEC`]); only the supervisor writes it.
 pub fn save_spec(spec: &RunSpec) -> Result<(), LaunchError> {
-    let path = spec.run_dir.join(RUN_SPEC_FILE);
+    let path = spec.run_dir.join(crate::run_dir::record::RUN_SPEC);
     let json = serde_json::to_string_pretty(spec).map_err(|source| LaunchError::RunSpec {
         path: path.clone(),
         source,
@@ -549,9 +545,9 @@ pub fn save_spec(spec: &RunSpec) -> Result<(), LaunchError> {
     write(&path, &json)
 }
 
-/// Reads `run.json` of a run directory.
+/// Reads `run.json` of a run directory: the one place it is read.
 pub fn load_spec(run_dir: &Path) -> Result<RunSpec, LaunchError> {
-    let path = run_dir.join(RUN_SPEC_FILE);
+    let path = run_dir.join(crate::run_dir::record::RUN_SPEC);
     let text = std::fs::read_to_string(&path).map_err(|source| LaunchError::RunDir {
         path: path.clone(),
         source,

@@ -283,7 +283,11 @@ mod tests {
         let mut reader = ProgressReader::new(d);
         assert!(reader.new_lines().is_empty());
         let record = r#"{"index":1,"iteration":120,"at_seconds":3.0,"change":"removed n1 (had 2 cores)","nodes":2,"outcome":"migrated","detail":null,"moves":2,"minimum_moves":2,"hop_bytes_before":0.0,"hop_bytes_after":0.0,"scheduling":0.004,"phases":{"spawn":0.5,"transfer":0.01,"rebuild":0.002},"state_bytes":10,"moved":[{"rank":0,"from":"n1","to":"n3"},{"rank":1,"from":"n1","to":"n3"}]}"#;
-        std::fs::write(d.join("reconfigurations.jsonl"), format!("{record}\n")).expect("r");
+        std::fs::write(
+            d.join(crate::run_dir::record::RECONFIGURATIONS),
+            format!("{record}\n"),
+        )
+        .expect("r");
         let lines = reader.new_lines();
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].contains("iteration 120"), "{}", lines[0]);

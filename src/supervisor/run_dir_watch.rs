@@ -12,7 +12,8 @@
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use super::launch::{RUN_SPEC_FILE, RunSpec, save_spec};
+use super::launch::{RunSpec, save_spec};
+use crate::run_dir::record::RUN_SPEC;
 
 /// Identity of a directory: device and inode.
 type DirId = (u64, u64);
@@ -47,7 +48,7 @@ impl RunDirWatch {
         // The ranks create it again as they append their records, and a new directory
         // may get the inode number of the old one: `run.json`, which only the
         // supervisor writes, tells whether this is still the directory it prepared.
-        let spec_kept = self.spec.run_dir.join(RUN_SPEC_FILE).exists();
+        let spec_kept = self.spec.run_dir.join(RUN_SPEC).exists();
         if now.is_some() && now == self.seen && spec_kept {
             return None;
         }
@@ -75,7 +76,7 @@ impl RunDirWatch {
             );
         }
         if save_spec(&self.spec).is_ok() {
-            done.push(RUN_SPEC_FILE.into());
+            done.push(RUN_SPEC.into());
         }
         let ckpt = self.inner_checkpoint_dir();
         if let Some(ckpt) = &ckpt {

@@ -227,6 +227,68 @@ fn run_dir_files_elsewhere(src: &Path) -> Vec<String> {
     elsewhere
 }
 
+/// The names of the run directory's files that `src/run_dir/` declares as string
+/// constants (`pub const NAME: &str = "name";`), the `ENV_` variables and texts with a
+/// space aside.
+fn run_dir_file_names(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&src.join("run_dir"), &mut files);
+    let mut names = Vec::new();
+    for file in files {
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            let Some(rest) = line.trim().strip_prefix("pub const ") else {
+                continue;
+            };
+            let Some((constant, value)) = rest.split_once(": &str = \"") else {
+                continue;
+            };
+            let Some(value) = value.strip_suffix("\";") else {
+                continue;
+            };
+            if !constant.starts_with("ENV_") && !value.contains(' ') {
+                names.push(value.to_owned());
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
+/// Where each of `names` is written as a string literal (`"name"`, as `grep` finds it)
+/// in `src/`: `path:line`, relative to `src/`.
+fn quoted_names(src: &Path, names: &[String]) -> BTreeMap<String, Vec<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for file in files {
+        let relative = file.strip_prefix(src).unwrap().display().to_string();
+        for (number, line) in std::fs::read_to_string(&file).unwrap().lines().enumerate() {
+            for name in names {
+                if line.contains(&format!("\"{name}\"")) {
+                    let place = format!("{relative}:{}", number + 1);
+                    found.entry(name.clone()).or_default().push(place);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The names of `names` not written exactly once in `src/`, in `src/run_dir/`, with
+/// where they are written.
+fn names_not_once_in_run_dir(src: &Path, names: &[String]) -> Vec<(String, Vec<String>)> {
+    let found = quoted_names(src, names);
+    names
+        .iter()
+        .map(|name| (name.clone(), found.get(name).cloned().unwrap_or_default()))
+        .filter(|(_, places)| !(places.len() == 1 && places[0].starts_with("run_dir/")))
+        .collect()
+}
+
+/// The files issue 55 found named by literals in several layers.
+const NAMED_ONCE: [&str; 3] = ["reconfigurations.jsonl", "processes.csv", "run.json"];
+
 #[test]
 fn the_files_of_the_run_directory_have_one_home() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -235,6 +297,21 @@ fn the_files_of_the_run_directory_have_one_home() {
         elsewhere.is_empty(),
         "files named as those of src/run_dir/ outside it (settings, records, spawn watch, \
          launch requests belong to the run directory): {elsewhere:?}"
+    );
+    // The names of the files: each written once, as a constant of src/run_dir/, which
+    // every other layer uses by name.
+    let names = run_dir_file_names(&src);
+    for name in NAMED_ONCE {
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} is not a constant of src/run_dir/ (found {names:?})"
+        );
+    }
+    let astray = names_not_once_in_run_dir(&src, &names);
+    assert!(
+        astray.is_empty(),
+        "run directory file names written other than once, in src/run_dir/ (use the \
+         constant): {astray:#?}"
     );
 }
 
@@ -260,8 +337,37 @@ fn the_run_directory_checks_see_a_file_or_a_path_out_of_place() {
         "use crate::run_dir::record;\n",
     )
     .unwrap();
+    std::fs::write(
+        src.join("run_dir/record.rs"),
+        "pub const RUN_SPEC: &str = \"run.json\";\npub const ENV_X: &str = \"RANKMIG_X\";\n",
+    )
+    .unwrap();
     assert!(run_dir_files_elsewhere(src).is_empty());
     assert!(naming_the_runtime(src, &["supervisor"]).is_empty());
+    let names = run_dir_file_names(src);
+    assert_eq!(names, ["run.json"]);
+    assert!(names_not_once_in_run_dir(src, &names).is_empty());
+    std::fs::write(
+        src.join("supervisor/spec.rs"),
+        "let path = dir.join(\"run.json\");\n",
+    )
+    .unwrap();
+    assert_eq!(
+        names_not_once_in_run_dir(src, &names),
+        [(
+            "run.json".to_owned(),
+            vec![
+                "run_dir/record.rs:1".to_owned(),
+                "supervisor/spec.rs:1".to_owned()
+            ]
+        )]
+    );
+    std::fs::remove_file(src.join("supervisor/spec.rs")).unwrap();
+    std::fs::write(src.join("run_dir/record.rs"), "").unwrap();
+    assert_eq!(
+        names_not_once_in_run_dir(src, &names),
+        [("run.json".to_owned(), Vec::new())]
+    );
     std::fs::write(src.join("migrate/record.rs"), "").unwrap();
     std::fs::write(
         src.join("supervisor/watch.rs"),
