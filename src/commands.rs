@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rankmig::matrix::{CommMatrix, MatrixError, MatrixFormat};
+use rankmig::matrix::{CommMatrix, MatrixError};
 use rankmig::output::{HostsError, MapReport, OutputError};
 use rankmig::topology::{
     ClusterSlots, CpuSelectionError, IndexListError, TopologyError, Tree, leaves_on_cpus,
@@ -23,8 +23,7 @@ use rankmig::supervisor::run_settings::RunError;
 
 use crate::cli::{
     Cli, Command, CostArgs, InspectArgs, MapArgs, MatrixArgs, PlaceArgs, PlaceFormat, PlanArgs,
-    PlanFormat, ReportArgs, RunArgs, SimulateArgs, SimulateFormat, StepArgs, TopologyArgs,
-    TreeArgs,
+    PlanFormat, RunArgs, SimulateArgs, SimulateFormat, StepArgs, TopologyArgs, TreeArgs,
 };
 
 /// Everything that can make a command fail; [`CliError::exit_code`] gives the process
@@ -127,7 +126,7 @@ pub fn run(cli: Cli, config: Option<Result<Configuration, ConfigError>>) -> Resu
         Command::Inspect(args) => run_inspect(&args),
         Command::Run(args) => run_job(&args, &config()?),
         Command::Config(_) => print_configuration(&config()?),
-        Command::Report(args) => run_report(&args),
+        Command::Report(args) => crate::report_command::run_report(&args),
         Command::Completions(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             // Into memory first: clap_complete panics when its writer fails.
@@ -497,43 +496,5 @@ fn run_job(args: &RunArgs, config: &Configuration) -> Result<(), CliError> {
         );
         return Err(CliError::JobFailed(code));
     }
-    Ok(())
-}
-
-/// The `--matrix-format` the run of `run_dir` was given (its `run.json`, read by the
-/// supervisor's [`rankmig::supervisor::launch::load_spec`]), which the ranks write
-/// `matrix.mat` in; `auto` when it cannot be read.
-fn run_matrix_format(run_dir: &Path) -> MatrixFormat {
-    rankmig::supervisor::launch::load_spec(run_dir)
-        .map(|spec| spec.matrix_format)
-        .unwrap_or_default()
-}
-
-fn run_report(args: &ReportArgs) -> Result<(), CliError> {
-    use rankmig::report::{read_run, svg, table};
-    let report = read_run(&args.run_dir)?;
-    let chart = svg(&report)?;
-    print!("{}", table(&report));
-    let matrix = args.run_dir.join(rankmig::run_dir::record::MATRIX);
-    if matrix.is_file() {
-        let (format, option) = match run_matrix_format(&args.run_dir) {
-            MatrixFormat::Edges => ("an edge list", " --matrix-format edges"),
-            _ => ("TreeMatch's format", ""),
-        };
-        println!(
-            "communication matrix: {} (bytes between ranks since the launch, written while the job runs and at its end; {format}: rankmig run --matrix {}{option})",
-            matrix.display(),
-            matrix.display()
-        );
-    }
-    let path = args
-        .svg
-        .clone()
-        .unwrap_or_else(|| args.run_dir.join("report.svg"));
-    std::fs::write(&path, chart).map_err(|source| CliError::Write {
-        path: path.clone(),
-        source,
-    })?;
-    println!("chart: {}", path.display());
     Ok(())
 }
