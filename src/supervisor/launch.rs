@@ -479,8 +479,9 @@ fn is_executable(program: &str) -> bool {
 }
 
 /// The files a run leaves in its run directory (the checkpoint directory aside).
-const RUN_RECORDS: [&str; 9] = [
+const RUN_RECORDS: [&str; 10] = [
     crate::run_dir::record::RUN_SPEC,
+    crate::run_dir::record::MATRIX,
     crate::run_dir::record::MISPLACED,
     super::stall_watch::STALLS,
     crate::run_dir::record::RECONFIGURATIONS,
@@ -492,7 +493,7 @@ const RUN_RECORDS: [&str; 9] = [
 ];
 
 /// Before a new run: refuses a run directory with an earlier run's records in it, or
-/// with `force` removes those records (`run.json`, `reconfigurations.jsonl`,
+/// with `force` removes those records (`run.json`, `matrix.mat`, `reconfigurations.jsonl`,
 /// `processes.csv`, `rankfile`, `misplaced.txt`, `stalls.txt`, `iterations/`,
 /// `placement-*.txt`, `hostfile-*.txt`,
 /// `availability-*.txt`, `rms-availability`) and

@@ -62,6 +62,9 @@ fn a_second_run_into_a_run_directory_is_refused_unless_forced() {
     assert!(dir.path().join("run/run.json").exists());
     // A file of the user's in the run directory is not a record.
     fs::write(dir.path().join("run/notes.txt"), "mine").unwrap();
+    // The communication matrix an earlier job's ranks wrote is one (`true` writes none).
+    let matrix = dir.path().join("run/matrix.mat");
+    fs::write(&matrix, "0 7\n7 0\n").unwrap();
 
     let second = run(dir.path(), &[], &["true"]);
     assert_eq!(second.status.code(), Some(1), "{}", stderr(&second));
@@ -70,6 +73,7 @@ fn a_second_run_into_a_run_directory_is_refused_unless_forced() {
         "{}",
         stderr(&second)
     );
+    assert_eq!(fs::read_to_string(&matrix).unwrap(), "0 7\n7 0\n");
 
     let forced = run(dir.path(), &["--force", "-q"], &["true"]);
     assert!(forced.status.success(), "{}", stderr(&forced));
@@ -82,6 +86,16 @@ fn a_second_run_into_a_run_directory_is_refused_unless_forced() {
         fs::read_to_string(dir.path().join("run/notes.txt")).unwrap(),
         "mine"
     );
+    assert!(
+        !matrix.exists(),
+        "--force left the earlier run's matrix.mat, which rankmig report would name"
+    );
+    // A run directory holding only an earlier run's matrix holds a record too.
+    fs::remove_dir_all(dir.path().join("run")).unwrap();
+    fs::create_dir(dir.path().join("run")).unwrap();
+    fs::write(&matrix, "0 7\n7 0\n").unwrap();
+    let again = run(dir.path(), &[], &["true"]);
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
 }
 
 #[test]
