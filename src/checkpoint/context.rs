@@ -754,7 +754,8 @@ fn prepare_dirs(
         });
     }
     storage::prepare_dir(&config.dir, allow_shared)?;
-    storage::ensure_own_subdir(epochs_dir)
+    storage::ensure_own_subdir(epochs_dir)?;
+    Ok(())
 }
 
 /// Saves the application state at a safe point if a save is due, else costs a few

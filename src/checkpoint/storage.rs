@@ -26,7 +26,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::error::CheckpointError;
-use crate::own_files::{SAFE_OPEN_FLAGS, check_own_dir, check_own_file, euid, open_error};
+use crate::own_files::{self, SAFE_OPEN_FLAGS, check_own_dir, check_own_file, euid, open_error};
 
 /// The first eight bytes of every checkpoint file.
 pub const MAGIC: [u8; 8] = *b"RMIGCKPT";
@@ -376,16 +376,32 @@ pub fn prepare_dir_check(dir: &Path) -> Result<(), CheckpointError> {
 }
 
 /// Creates the sub-directory `dir` of the checkpoint directory (an epoch, the spare
-/// directory) with mode 0700 if missing, and checks it is a real directory of this
-/// user, not a link to one.
-pub fn ensure_own_subdir(dir: &Path) -> Result<(), CheckpointError> {
-    match fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+/// directory, a job's directory) with mode 0700 if missing, and checks it is a real
+/// directory of this user, not a link to one.
+///
+/// When this call created `dir`, its parent is fsynced before returning, so the new
+/// entry survives a crash of the machine: the first epoch of a job, which `--auto-restart`
+/// restarts from, is then durable in its parent (its files and commit marker are
+/// fsynced with the epoch directory itself). Returns that parent, the directory it
+/// synced; `None` when `dir` already existed (another rank created it, and that rank's
+/// write, which the commit waits for, synced the parent).
+pub fn ensure_own_subdir(dir: &Path) -> Result<Option<PathBuf>, CheckpointError> {
+    let created = match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
         Err(e) => return Err(CheckpointError::io("create directory", dir, e)),
-    }
+    };
     let meta = fs::symlink_metadata(dir).map_err(|e| CheckpointError::io("stat", dir, e))?;
-    Ok(check_own_dir(&meta, dir)?)
+    check_own_dir(&meta, dir)?;
+    if !created {
+        return Ok(None);
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    own_files::sync_dir(parent)?;
+    Ok(Some(parent.to_path_buf()))
 }
 
 /// One entry of `dir` whose name [`scan_own_subdirs`] accepted.

@@ -210,7 +210,7 @@ impl Drop for Writer {
 /// Fills in the header of `job.buf` and writes it atomically, then checks it.
 pub fn run_job(mut job: WriteJob) -> WriteOutcome {
     let epoch = job.header.epoch;
-    let result = write_job(&mut job);
+    let result = write_job(&mut job).map(drop);
     WriteOutcome {
         epoch,
         result,
@@ -218,7 +218,11 @@ pub fn run_job(mut job: WriteJob) -> WriteOutcome {
     }
 }
 
-fn write_job(job: &mut WriteJob) -> Result<(), CheckpointError> {
+/// Writes `job`'s file ([`run_job`]). Returns the directories fsynced because a
+/// directory of the path was created for it ([`storage::ensure_own_subdir`]): the
+/// checkpoint directory when the job's directory was made, the job's directory when the
+/// epoch's was (the file itself and the epoch directory are synced by the atomic write).
+fn write_job(job: &mut WriteJob) -> Result<Vec<PathBuf>, CheckpointError> {
     if job.buf.len() < HEADER_LEN {
         return Err(CheckpointError::corrupt(
             job.dir.join(&job.name),
@@ -233,13 +237,15 @@ fn write_job(job: &mut WriteJob) -> Result<(), CheckpointError> {
     job.buf[..HEADER_LEN].copy_from_slice(&head);
     // The job directory holding the epoch is made again if it was removed meanwhile
     // (a run directory removed while the job runs is put back without it).
+    let mut synced = Vec::new();
     if let Some(job_dir) = job.dir.parent() {
-        storage::ensure_own_subdir(job_dir)?;
+        synced.extend(storage::ensure_own_subdir(job_dir)?);
     }
-    storage::ensure_own_subdir(&job.dir)?;
+    synced.extend(storage::ensure_own_subdir(&job.dir)?);
     let spare = job.spare.as_deref();
     let path = own_files::write_atomic_recycling(&job.dir, &job.name, &job.buf, spare)?;
-    storage::verify_written(&path, &job.header)
+    storage::verify_written(&path, &job.header)?;
+    Ok(synced)
 }
 
 #[cfg(test)]
@@ -283,6 +289,27 @@ mod tests {
         assert_eq!(&bytes[HEADER_LEN..], b"abc");
         assert!(w.poll());
         assert!(w.wait().is_none());
+    }
+
+    /// The first save of an epoch creates its directory and fsyncs the job directory
+    /// holding it (and the checkpoint directory, when the job directory is new too); a
+    /// second rank's file in the same epoch creates nothing and syncs no parent.
+    #[test]
+    fn a_new_epoch_directory_is_synced_in_its_parent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let job_dir = tmp.path().join("job-t");
+        let epoch_dir = job_dir.join("epoch-000001");
+        let mut first = job(epoch_dir.clone(), 1, b"abc");
+        assert_eq!(
+            write_job(&mut first).unwrap(),
+            [tmp.path().to_path_buf(), job_dir.clone()]
+        );
+        let mut second = job(epoch_dir.clone(), 1, b"def");
+        second.name = "rank-000001.ckpt".into();
+        assert_eq!(write_job(&mut second).unwrap(), Vec::<PathBuf>::new());
+        let mut next = job(job_dir.join("epoch-000002"), 2, b"ghi");
+        assert_eq!(write_job(&mut next).unwrap(), [job_dir]);
+        assert!(storage::read_verified(&epoch_dir.join("rank-000001.ckpt")).is_ok());
     }
 
     #[test]
