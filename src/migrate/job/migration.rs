@@ -325,6 +325,7 @@ impl Job {
         match outcome {
             OldRankOutcome::Leave => {
                 self.flush_records();
+                self.matrix_file.finish();
                 self.note_process("left");
                 leave_now(self.launcher().departure())
             }

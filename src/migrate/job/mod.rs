@@ -69,6 +69,7 @@ pub mod history;
 mod host_trees;
 mod iteration_mark;
 mod iterations;
+mod matrix_file;
 mod migration;
 mod outcome;
 pub mod pacing;
@@ -155,6 +156,8 @@ pub struct Job {
     pending: Option<background::PendingMigration>,
     /// Rank 0: when it last wrote the run directory's matrix ([`Job::write_run_matrix`]).
     matrix_written: Option<Instant>,
+    /// Rank 0: the thread that writes the run directory's matrix.
+    matrix_file: matrix_file::MatrixFile,
     /// This rank's reading of its waits for a CPU, with the contention watch on.
     waits: Option<WaitReader>,
     /// With the contention watch on, this process's reading of its node's CPU pressure
@@ -249,6 +252,7 @@ impl Job {
             live_bytes: None,
             pending: None,
             matrix_written: None,
+            matrix_file: matrix_file::MatrixFile::default(),
             contention: ContentionWatch::starting(0.0),
             outputs: OutputFiles::default(),
             _universe: None,
@@ -376,6 +380,7 @@ impl Job {
             live_bytes: None,
             pending: None,
             matrix_written: None,
+            matrix_file: matrix_file::MatrixFile::default(),
             contention: a.contention,
             outputs,
             _universe: None,
@@ -621,9 +626,11 @@ impl Job {
                 Traffic::All,
             );
             if let Some(matrix) = gathered {
-                self.export_matrix(&matrix);
+                self.export_matrix(matrix);
             }
         }
+        // The run directory's matrix is written whole before the job ends.
+        self.matrix_file.finish();
         self.ckpt.finalize()?;
         let closed = self.outputs.close_all();
         self.flush_records();
@@ -722,31 +729,34 @@ impl Job {
         }
     }
 
-    /// Rank 0 writes the matrix to the run directory ([`Job::write_run_matrix`]) and
-    /// to `RANKMIG_MATRIX_OUT` if set (TreeMatch's format).
-    fn export_matrix(&mut self, matrix: &CommMatrix) {
+    /// Rank 0 writes the matrix to `RANKMIG_MATRIX_OUT` if set (TreeMatch's format)
+    /// and has it written to the run directory ([`Job::write_run_matrix`]).
+    fn export_matrix(&mut self, matrix: CommMatrix) {
         if !self.is_root() {
             return;
         }
-        self.write_run_matrix(matrix);
         if let Some(path) = monitor::export::matrix_out() {
-            if let Err(e) = monitor::export_matrix(matrix, &path) {
+            if let Err(e) = monitor::export_matrix(&matrix, &path) {
                 log::warn!("{e}");
             }
         }
+        self.write_run_matrix(matrix);
     }
 
-    /// Rank 0 writes `matrix` to the run directory's [`record::MATRIX`], in the format
-    /// `--matrix-format` names (an edge list for `edges`, else TreeMatch's dense
-    /// format), atomically: a reader sees the previous matrix or the new one whole.
-    fn write_run_matrix(&mut self, matrix: &CommMatrix) {
+    /// Rank 0 hands `matrix` to the thread that writes the run directory's
+    /// [`record::MATRIX`] ([`matrix_file`]), in the format `--matrix-format` names (an
+    /// edge list for `edges`, else TreeMatch's dense format), atomically: a reader sees
+    /// the previous matrix or the new one whole. The text and the write are not made in
+    /// the application's call.
+    fn write_run_matrix(&mut self, matrix: CommMatrix) {
         let Some(dir) = &self.settings.run_dir else {
             return;
         };
-        let text = matrix.to_text(self.settings.matrix_format);
-        if let Err(e) = crate::own_files::write_atomic(dir, record::MATRIX, &text) {
-            log::warn!("cannot write the communication matrix: {e}");
-        }
+        self.matrix_file.write(matrix_file::MatrixWrite {
+            dir: dir.clone(),
+            matrix,
+            format: self.settings.matrix_format,
+        });
         self.matrix_written = Some(Instant::now());
     }
 
@@ -770,15 +780,15 @@ impl Job {
         let gathered =
             monitor::gather::gather_matrix_at_root(&self.comm, Window::SinceStart, Traffic::All);
         if let Some(matrix) = gathered {
-            self.write_run_matrix(&matrix);
+            self.write_run_matrix(matrix);
         }
     }
 }
 
 /// How often, at most, rank 0 writes the run directory's matrix at the availability
 /// checks while the job runs (besides each availability change the job acts on and
-/// the end): one gather of a row per rank to rank 0 and one file written, a few
-/// milliseconds every few seconds.
+/// the end): one gather of a row per rank to rank 0 in the application's call, the file
+/// written by a thread of rank 0 beside it.
 pub const MATRIX_EVERY: Duration = Duration::from_secs(5);
 
 impl Drop for Job {

@@ -76,7 +76,7 @@ impl Job {
         let placement = monitor::gather_placement(&self.comm, &self.location);
         let generations = self.note_generations(&placement);
         let live = monitor::gather_matrix(&self.comm, Window::SinceStart, Traffic::All);
-        self.export_matrix(&live);
+        self.export_matrix(live.clone());
         self.live_bytes = self.settings.matrix.is_none().then(|| live.total());
         let host_trees = if self.settings.multi_host() && self.settings.node_topology.is_none() {
             super::host_trees::gather_host_trees(
@@ -264,6 +264,7 @@ impl Job {
         }
         self.comm.barrier();
         self.flush_records();
+        self.matrix_file.finish();
         self.note_process("relaunch");
         super::leave_now(self.launcher().departure())
     }
