@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 pub use crate::run_dir::settings::CheckSpacing;
-use mpi::traits::{Communicator, CommunicatorCollectives, Root};
+use mpi::traits::{Communicator, Root};
 
 use crate::contention::{CheckSample, WaitSample};
 
@@ -94,43 +94,48 @@ impl CheckPacer {
 
     /// [`CheckPacer::after_check`] that also hands every rank's `sample` (its waits for
     /// a CPU and, on one rank per node, the node's CPU pressure: [`crate::contention`])
-    /// to every rank, in the same one collective: an all-gather of (stride, wait, wall,
-    /// node stall, node wall) instead of the broadcast of the stride. With a spacing
-    /// fixed in calls, that all-gather is the check's only addition.
+    /// to rank 0, the only rank that judges them: a gather of (wait, wall, node stall,
+    /// node wall) to rank 0, then the check's broadcast of the stride when paced by time.
+    /// Every rank's samples, in rank order, on rank 0; `None` on the other ranks.
     pub fn after_check_gathering<C: Communicator>(
         &mut self,
         comm: &C,
         calls: u64,
         sample: CheckSample,
-    ) -> Vec<CheckSample> {
+    ) -> Option<Vec<CheckSample>> {
         // A node wall time of 0 says the rank read no pressure.
         let pressure = sample.pressure.unwrap_or_default();
         let mine = [
-            self.proposed_stride(comm, calls),
             sample.wait.wait_ns,
             sample.wait.wall_ns,
             pressure.wait_ns,
             pressure.wall_ns,
         ];
-        let n = usize::try_from(comm.size()).unwrap_or(0);
-        let mut all = vec![0u64; mine.len() * n];
-        comm.all_gather_into(&mine[..], &mut all[..]);
-        if let (CheckSpacing::Millis(_), Some(&root)) = (self.spacing, all.first()) {
-            self.stride = root.max(1);
-        }
-        self.advance(calls);
-        all.chunks_exact(mine.len())
-            .map(|c| CheckSample {
-                wait: WaitSample {
-                    wait_ns: c[1],
-                    wall_ns: c[2],
-                },
-                pressure: (c[4] > 0).then_some(WaitSample {
-                    wait_ns: c[3],
-                    wall_ns: c[4],
-                }),
-            })
-            .collect()
+        let root = comm.process_at_rank(0);
+        let gathered = if comm.rank() == 0 {
+            let n = usize::try_from(comm.size()).unwrap_or(0);
+            let mut all = vec![0u64; mine.len() * n];
+            root.gather_into_root(&mine[..], &mut all[..]);
+            Some(all)
+        } else {
+            root.gather_into(&mine[..]);
+            None
+        };
+        self.after_check(comm, calls);
+        gathered.map(|all| {
+            all.chunks_exact(mine.len())
+                .map(|c| CheckSample {
+                    wait: WaitSample {
+                        wait_ns: c[0],
+                        wall_ns: c[1],
+                    },
+                    pressure: (c[3] > 0).then_some(WaitSample {
+                        wait_ns: c[2],
+                        wall_ns: c[3],
+                    }),
+                })
+                .collect()
+        })
     }
 
     /// Rank 0's stride for the next interval when paced by time (0 on the other ranks);

@@ -136,9 +136,9 @@ impl Job {
         self.carry_out(state, migration)
     }
 
-    /// At a check: the pacing exchange, which also gathers every rank's waits (and each
-    /// node's CPU pressure, read by its lowest rank) when the contention watch is on
-    /// (one all-gather instead of the stride's broadcast). This rank's wait share, and
+    /// At a check: the pacing exchange, before which every rank's waits (and each
+    /// node's CPU pressure, read by its lowest rank) are gathered to rank 0 when the
+    /// contention watch is on (only rank 0 judges them). This rank's wait share, and
     /// the node's pressure share where it read it, go into its iteration record; rank 0
     /// adds every rank's samples to its window. Collective.
     pub(super) fn pace_and_gather_waits(&mut self) {
@@ -155,7 +155,7 @@ impl Job {
         let share = (mine.wait.wall_ns > 0).then(|| mine.wait.share());
         self.iterations
             .note_wait_share(share, mine.pressure.map(|p| p.share()));
-        if rank == 0 {
+        if let Some(all) = all {
             self.contention.add_checks(&all);
         }
     }
