@@ -320,7 +320,7 @@ impl WaitSample {
 ///
 /// Every rank of a job with the watch on has one, even where the kernel gives no
 /// run-queue delay: such a reader samples "no value" (zero wall time), which the rank
-/// hands over in the check's one all-gather like the others. Ranks whose kernels
+/// hands over in the check's gather to rank 0 like the others. Ranks whose kernels
 /// differ thus still make the same collective at every check (a rank without a
 /// reader would make the broadcast of the stride instead, and the job would hang),
 /// and rank 0 leaves the nodes nobody measured out of its comparison
