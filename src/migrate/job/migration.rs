@@ -310,18 +310,25 @@ impl Job {
         self.reconfigurations += 1;
         self.placement = Some(plan.placement.clone());
         self.lineage.spawned(history);
+        // The placement first, whole (written beside, then renamed): a reader that sees
+        // the record finds the placement it names.
+        if self.is_root() {
+            if let Some(dir) = &self.settings.run_dir {
+                let path = dir.join(format!("placement-{}.txt", self.reconfigurations));
+                let partial = path.with_extension("partial");
+                let written = std::fs::write(&partial, plan.placement.to_text())
+                    .and_then(|()| std::fs::rename(&partial, &path));
+                if let Err(e) = written {
+                    log::warn!("cannot write {}: {e}", path.display());
+                }
+            }
+        }
         self.record(Outcome {
             phases,
             state_bytes: largest_state,
             planned_iteration,
             ..migration.outcome("migrated")
         });
-        if self.is_root() {
-            if let Some(dir) = &self.settings.run_dir {
-                let path = dir.join(format!("placement-{}.txt", self.reconfigurations));
-                let _ = std::fs::write(path, plan.placement.to_text());
-            }
-        }
         match outcome {
             OldRankOutcome::Leave => {
                 self.flush_records();
