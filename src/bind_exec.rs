@@ -8,7 +8,8 @@
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 
-use rankmig::run_dir::cpu_sets::{self, RANK_VARIABLES};
+use rankmig::launcher::RANK_IN_LAUNCH_VARIABLES;
+use rankmig::run_dir::cpu_sets;
 
 /// Why the program could not be executed.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +53,7 @@ fn bind(cpus_file: &Path) -> Result<(), String> {
     let index = cpu_sets::launch_index(&get).ok_or_else(|| {
         format!(
             "none of {} is set: cannot tell which line of {} is this process's",
-            RANK_VARIABLES.join(", "),
+            RANK_IN_LAUNCH_VARIABLES.join(", "),
             cpus_file.display()
         )
     })?;

@@ -414,6 +414,15 @@ impl LaunchMethod {
     }
 }
 
+/// The variables that give a process its rank in its launch (or spawn, or job step),
+/// in the order they are looked at: Open MPI, hydra, PMIx, srun.
+pub const RANK_IN_LAUNCH_VARIABLES: [&str; 4] = [
+    openmpi4::WORLD_RANK_VARIABLE,
+    mpich::WORLD_RANK_VARIABLE,
+    openmpi5::PMIX_RANK_VARIABLE,
+    srun::WORLD_RANK_VARIABLE,
+];
+
 /// Tells the ranks what launched them (`mpirun` or `srun`, [`LaunchMethod`]).
 pub const ENV_LAUNCH_METHOD: &str = "RANKMIG_LAUNCH_METHOD";
 

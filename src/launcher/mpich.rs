@@ -50,6 +50,9 @@ use super::{
 };
 use crate::planner::Placement;
 
+/// The variable giving a process its rank in its launch or spawn (hydra).
+pub const WORLD_RANK_VARIABLE: &str = "PMI_RANK";
+
 /// MPICH (hydra).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Mpich;

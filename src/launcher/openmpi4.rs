@@ -92,6 +92,9 @@ pub struct OpenMpi4;
 /// The variable naming ORTE's rsh agent.
 const AGENT_VARIABLE: &str = "OMPI_MCA_plm_rsh_agent";
 
+/// The variable giving a process its rank in its launch or spawn (Open MPI 4.1 and 5).
+pub const WORLD_RANK_VARIABLE: &str = "OMPI_COMM_WORLD_RANK";
+
 impl Launcher for OpenMpi4 {
     fn implementation(&self) -> MpiImplementation {
         MpiImplementation::OpenMpi4

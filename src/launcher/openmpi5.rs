@@ -57,6 +57,9 @@ const AGENT_VARIABLE: &str = "PRTE_MCA_plm_ssh_agent";
 /// PRRTE's extra options for the `srun` that starts its daemons inside a Slurm job.
 const SLURM_SRUN_ARGS_VARIABLE: &str = "PRTE_MCA_plm_slurm_args";
 
+/// The PMIx variable giving a process its rank in its launch (PRRTE, and srun's pmix).
+pub const PMIX_RANK_VARIABLE: &str = "PMIX_RANK";
+
 impl Launcher for OpenMpi5 {
     fn implementation(&self) -> MpiImplementation {
         MpiImplementation::OpenMpi5

@@ -33,6 +33,9 @@ use crate::planner::Placement;
 /// The variable naming the file of hosts `srun --distribution=arbitrary` reads.
 pub const ENV_SLURM_HOSTFILE: &str = "SLURM_HOSTFILE";
 
+/// The variable giving a task its rank in its job step.
+pub const WORLD_RANK_VARIABLE: &str = "SLURM_PROCID";
+
 /// `srun` launching the ranks of an MPI implementation.
 #[derive(Debug, Clone, Copy)]
 pub struct Srun {

@@ -25,16 +25,8 @@ use crate::availability::Availability;
 use crate::planner::Placement;
 use crate::topology::{CoreSpread, Tree, format_index_list, parse_index_list, slot_cpus};
 
-/// The variables that give a process its rank in its launch, in the order they are
-/// looked at: Open MPI (`mpirun` and its spawns), MPICH's hydra, PMIx, Slurm's `srun`.
-pub const RANK_VARIABLES: [&str; 4] = [
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "SLURM_PROCID",
-];
-
-/// A process's rank in its launch (or spawn), from the first of [`RANK_VARIABLES`] set.
+/// A process's rank in its launch (or spawn), from the first of
+/// [`crate::launcher::RANK_IN_LAUNCH_VARIABLES`] set (each launcher's own variable).
 ///
 /// ```
 /// use rankmig::run_dir::cpu_sets::launch_index;
@@ -42,7 +34,7 @@ pub const RANK_VARIABLES: [&str; 4] = [
 /// assert_eq!(launch_index(&env), Some(3));
 /// ```
 pub fn launch_index(get: &dyn Fn(&str) -> Option<String>) -> Option<usize> {
-    RANK_VARIABLES
+    crate::launcher::RANK_IN_LAUNCH_VARIABLES
         .iter()
         .find_map(|v| get(v))
         .and_then(|v| v.trim().parse().ok())
