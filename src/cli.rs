@@ -496,8 +496,9 @@ pub struct RunArgs {
     /// What starts the ranks: `mpirun` (the MPI's own launcher, mpirun or mpiexec) or
     /// `srun` (one Slurm job step, inside a Slurm allocation: no mpirun, mpiexec,
     /// hydra or Open MPI daemon; the ranks bind themselves, `--cpu-bind=none`; a
-    /// migration's replacements start as a new step that joins the job, with MPICH,
-    /// else the job is relaunched from a checkpoint as a new step). Default: the MPI's
+    /// migration's replacements start as a new step that joins the job with MPICH and a
+    /// program initialised with MPI_THREAD_MULTIPLE, else the job is relaunched from a
+    /// checkpoint as a new step). Default: the MPI's
     /// own, or srun inside a Slurm allocation when that launcher is not on PATH; the
     /// start line says which.
     #[arg(
@@ -534,9 +535,9 @@ pub struct RunArgs {
     /// Cores each rank runs on (a rank with C threads, MPI+OpenMP). A node offering N
     /// cores in the availability file holds floor(N/C) ranks; each rank is placed on a
     /// group of C cores inside the smallest part of the node's tree that holds C (a
-    /// NUMA node, a package), and the launcher starts it through `rankmig bind-exec`,
-    /// which binds it to those cores before the program starts, so that its OpenMP
-    /// runtime sees them. Default: SLURM_CPUS_PER_TASK inside a Slurm job, else
+    /// NUMA node, a package; cores those leave over are grouped at the level above);
+    /// with C > 1 the launcher starts each rank through `rankmig bind-exec`, which binds
+    /// it to its cores before the program starts, so that its OpenMP runtime sees them. Default: SLURM_CPUS_PER_TASK inside a Slurm job, else
     /// OMP_NUM_THREADS when set, else 1; the start line says which value was taken
     /// and from where.
     #[arg(long, value_name = "C", value_parser = clap::value_parser!(u32).range(1..=4096),
