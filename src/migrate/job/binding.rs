@@ -7,10 +7,10 @@ use crate::availability::Availability;
 use crate::launcher::Launcher;
 use crate::monitor;
 use crate::planner::{Location, Move, Placement};
-use crate::run_dir::cpu_sets::{self, Hosts};
+use crate::run_dir::cpu_sets::{self, Hosts, same_host};
 use crate::run_dir::record;
 use crate::run_dir::settings::{ENV_EMULATED_HOSTS, JobSettings};
-use crate::topology::{LeafKind, TopologySpec};
+use crate::topology::{CoreSpread, LeafKind, TopologySpec};
 
 /// In multi-host mode, warns when rank `rank`'s process does not run on the host its
 /// `location` names: the job's `launcher` mapped it elsewhere (as a launcher under Slurm did
@@ -258,13 +258,13 @@ fn on_emulated_host() -> bool {
 /// every host's core 0 would be real core 0 again.
 fn emulated_host_slot(view: Option<&Availability>, host: &str) -> (usize, usize) {
     let Some(view) = view else { return (0, 1) };
-    let nodes = view.nodes();
-    let index = nodes
-        .iter()
-        .position(|n| same_host(&n.name, host))
-        .unwrap_or(0);
-    let cores = nodes.iter().map(|n| n.cores).max().unwrap_or(1);
-    (index, cores.max(1))
+    match Hosts::Emulated.spread(view, host) {
+        CoreSpread::Logical {
+            node_index,
+            cores_per_node,
+        } => (node_index, cores_per_node),
+        CoreSpread::Host => (0, 1),
+    }
 }
 
 /// The processes of this machine that run this process's program, this one included
@@ -298,13 +298,6 @@ fn processes_running(program: &std::path::Path) -> usize {
 fn usable_cpus() -> usize {
     static CPUS: OnceLock<usize> = OnceLock::new();
     *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// Whether host names `a` and `b` name one host: equal, or equal up to the first dot
-/// (`node01` and `node01.cluster`: a host file may give either form).
-fn same_host(a: &str, b: &str) -> bool {
-    let short = |h: &str| h.split('.').next().unwrap_or(h).to_ascii_lowercase();
-    a == b || short(a) == short(b)
 }
 
 #[cfg(test)]
