@@ -19,7 +19,7 @@ use std::process::{Child, ExitStatus, Stdio};
 
 use super::launch::RunSpec;
 use super::launch_command::replacement_command;
-use super::process_tree::kill_tree;
+use super::process_tree::{end_group, kill_tree};
 use crate::launcher::Launcher;
 use crate::run_dir::launch_request::{self, LaunchRequest};
 
@@ -141,6 +141,7 @@ impl ReplacementLaunches {
         for r in &mut self.running {
             kill_tree(r.child.id());
             let _ = r.child.wait();
+            end_group(r.child.id(), std::time::Duration::from_secs(10));
         }
         self.running.clear();
     }

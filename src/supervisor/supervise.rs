@@ -34,7 +34,7 @@ use super::availability_lock::AvailabilityLock;
 use super::launch::{LaunchError, LaunchKind, RunSpec, save_spec};
 use super::launch_command::prepare;
 use super::probe::HostProbe;
-use super::process_tree::kill_tree;
+use super::process_tree::{end_group, kill_tree};
 use super::progress::ProgressReader;
 use super::rank_failure::{FailureClues, RankFailure};
 use super::replacement_launch::ReplacementLaunches;
@@ -360,6 +360,7 @@ fn supervise(
         Arc::clone(&misplaced),
     );
     let status = child.wait().map_err(launch_error)?;
+    end_what_the_launcher_left(pid as u32, launcher);
     succeeded.store(status.success(), Ordering::SeqCst);
     running.store(false, Ordering::SeqCst);
     let replacement_failure = progress.join().ok().flatten();
@@ -393,6 +394,33 @@ fn supervise(
         failure,
         misplaced: misplaced.lock().ok().and_then(|m| m.clone()),
     })
+}
+
+/// How long `rankmig run` waits for the processes a launcher left in its process group
+/// to end once killed.
+const LEFTOVER_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Kills what the launcher `pgid` left running in its process group (a replacement
+/// stopped by a signal when a rank failed, say), so that the job leaves no process of
+/// its own once `rankmig run` is done with the launch; logs what was found.
+fn end_what_the_launcher_left(pgid: u32, launcher: &dyn Launcher) {
+    let left = super::process_tree::running_in_group(pgid);
+    if left.is_empty() {
+        return;
+    }
+    log::warn!(
+        "{} exited and left {} process(es) of the job running ({}): killed",
+        launcher.program(),
+        left.len(),
+        left.iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let still = end_group(pgid, LEFTOVER_PATIENCE);
+    if !still.is_empty() {
+        log::error!("process(es) {still:?} of the job did not end after SIGKILL");
+    }
 }
 
 /// What the watch thread is told of the job's own launcher: whether it still runs,
