@@ -21,6 +21,26 @@ struct NodeState {
     max_procs: usize,
     /// Ranks on the node now.
     load: usize,
+    /// Ranks on the node now whose cores its `cpus=` list no longer offers: they leave
+    /// those cores whatever the counts say (ascending).
+    withdrawn: Vec<usize>,
+}
+
+impl NodeState {
+    /// Ranks that may stay on the node: those on cores it still offers.
+    fn staying(&self) -> usize {
+        self.load - self.withdrawn.len()
+    }
+}
+
+/// The ranks of `placement` on `node` whose cores `cpus` (when given) leaves out.
+fn withdrawn_ranks(node: &str, cpus: Option<&[usize]>, placement: &Placement) -> Vec<usize> {
+    let Some(cpus) = cpus else {
+        return Vec::new();
+    };
+    (placement.ranks_on(node).into_iter())
+        .filter(|&r| !cpus.contains(&placement.location(r).core))
+        .collect()
 }
 
 /// Loads and capacities of every node (available ones in file order, then nodes that
@@ -50,6 +70,7 @@ impl Targets {
                 cpus: o.cpus.clone(),
                 max_procs: max_procs(o.cores, ranks, total),
                 load: placement.ranks_count_on(&o.name),
+                withdrawn: withdrawn_ranks(&o.name, o.cpus.as_deref(), placement),
             })
             .collect();
         for name in placement.node_names() {
@@ -60,17 +81,19 @@ impl Targets {
                     cores: 0,
                     cpus: None,
                     max_procs: 0,
+                    withdrawn: Vec::new(),
                 });
             }
         }
         Self { nodes }
     }
 
-    /// Σ max(0, load − maxProcs) (saturating).
+    /// Σ max(0, load − maxProcs) (saturating), where the ranks on cores a node's
+    /// `cpus=` list leaves out all count as moves and the rest as load.
     pub fn minimum_moves(&self) -> usize {
         self.nodes
             .iter()
-            .map(|n| n.load.saturating_sub(n.max_procs))
+            .map(|n| n.withdrawn.len() + n.staying().saturating_sub(n.max_procs))
             .fold(0usize, usize::saturating_add)
     }
 
@@ -93,7 +116,9 @@ impl Targets {
 
 /// Step 1: the ranks that must leave their node, ascending. On a node with load >
 /// maxProcs > 0, TreeMatch maps the node's ranks onto two virtual nodes of maxProcs
-/// and load − maxProcs leaves; those on the second leave.
+/// and load − maxProcs leaves; those on the second leave. Beyond the paper: the ranks
+/// on cores a node's `cpus=` list leaves out leave first (they may land on the same
+/// node's offered cores), and the split is made among the others.
 pub fn select_leavers(
     targets: &Targets,
     placement: &Placement,
@@ -101,10 +126,13 @@ pub fn select_leavers(
 ) -> Result<Vec<usize>, PlanError> {
     let mut leavers = Vec::new();
     for node in &targets.nodes {
-        if node.load <= node.max_procs {
+        leavers.extend(&node.withdrawn);
+        if node.staying() <= node.max_procs {
             continue;
         }
-        let ranks = placement.ranks_on(&node.name);
+        let ranks: Vec<usize> = (placement.ranks_on(&node.name).into_iter())
+            .filter(|r| !node.withdrawn.contains(r))
+            .collect();
         if node.max_procs == 0 {
             leavers.extend(ranks);
             continue;
@@ -193,12 +221,13 @@ pub fn place_leavers(
         .collect())
 }
 
-/// The maxProcs − load free slots of a target node (`None` when it is no target).
+/// The maxProcs − load free slots of a target node (`None` when it is no target); the
+/// ranks leaving cores its `cpus=` list leaves out do not count as load.
 fn free_slots(node: &NodeState, placement: &Placement, node_tree: &Tree) -> Option<TargetSlots> {
-    if node.max_procs <= node.load {
+    if node.max_procs <= node.staying() {
         return None;
     }
-    let need = node.max_procs - node.load;
+    let need = node.max_procs - node.staying();
     let offered: Vec<usize> = match &node.cpus {
         Some(cpus) => cpus.clone(),
         None => (0..node.cores.min(node_tree.leaf_count())).collect(),
@@ -207,8 +236,10 @@ fn free_slots(node: &NodeState, placement: &Placement, node_tree: &Tree) -> Opti
         return None;
     }
     let mut residents = vec![0usize; node_tree.leaf_count()];
-    for l in placement.locations().iter().filter(|l| l.node == node.name) {
-        residents[l.core] += 1;
+    for (rank, l) in placement.locations().iter().enumerate() {
+        if l.node == node.name && !node.withdrawn.contains(&rank) {
+            residents[l.core] += 1;
+        }
     }
     // Round r offers each core once more; a core with k residents is free from round k.
     let mut chosen: Vec<(usize, usize)> = Vec::with_capacity(need);

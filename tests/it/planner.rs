@@ -504,3 +504,60 @@ fn ranks_of_two_and_four_cores_are_planned_on_groups_of_real_machines() {
         }
     }
 }
+
+/// A rank on a core that its node's `cpus=` list no longer offers leaves that core
+/// even when the counts would keep it (the contention watch withdraws a hogged core
+/// so): it may land on a free offered core of the same node; the other ranks stay.
+#[test]
+fn a_rank_on_a_withdrawn_core_leaves_it_and_the_others_stay() {
+    let g = CommMatrix::from_triples(3, [(0, 1, 10.0), (1, 2, 10.0)]).symmetric();
+    let before = Placement::parse("0 n1 0\n1 n1 1\n2 n1 2\n", "before").unwrap();
+    for step2 in [Step2::Paper, Step2::Residents] {
+        let av = avail("n1 3 cpus=0,2,3\nn2 4\n");
+        let p = plan(&av, &before, &g, &node_16(), &PlanOptions { step2 }).unwrap();
+        assert_eq!(p.moves.len(), 1, "{:?}", p.moves);
+        assert_eq!(p.minimum_moves, 1);
+        let m = &p.moves[0];
+        assert_eq!(
+            (m.rank, &m.from),
+            (
+                1,
+                &Location {
+                    node: "n1".into(),
+                    core: 1
+                }
+            )
+        );
+        assert_ne!(
+            m.to,
+            Location {
+                node: "n1".into(),
+                core: 1
+            },
+            "not back on the withdrawn core"
+        );
+        assert!(
+            m.to.node != "n1" || m.to.core == 3,
+            "core 3 is n1's free offered core: {m:?}"
+        );
+        assert_eq!(
+            p.placement.location(0),
+            &Location {
+                node: "n1".into(),
+                core: 0
+            }
+        );
+        assert_eq!(
+            p.placement.location(2),
+            &Location {
+                node: "n1".into(),
+                core: 2
+            }
+        );
+    }
+    // Every core of n1 offered again (n1 alone: its share holds the 3 ranks):
+    // nothing moves.
+    let av = avail("n1 4\n");
+    let p = plan(&av, &before, &g, &node_16(), &PlanOptions::default()).unwrap();
+    assert!(p.moves.is_empty(), "{:?}", p.moves);
+}
