@@ -97,6 +97,7 @@ fn availability_check(
     let mut sample = || CheckSample {
         wait: reader.sample(),
         pressure: pressure.as_mut().and_then(|p| p.sample().ok().flatten()),
+        ..CheckSample::default()
     };
     group.bench_function("contention watch on", |b| {
         b.iter(|| {

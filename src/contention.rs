@@ -46,6 +46,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod cpu_busy;
 pub mod pressure;
 
 pub use pressure::{PressureError, PressureReader};
@@ -538,17 +539,79 @@ pub struct CheckSample {
     /// The node's `some` CPU stall (from `/proc/pressure/cpu`); `None` where this rank
     /// does not read it or it is not available.
     pub pressure: Option<WaitSample>,
+    /// How busy the CPUs rank 0 asked this rank to read were (busy clock ticks over
+    /// total ticks, [`cpu_busy`]): the cores the watch took ranks off; `None` where it
+    /// reads none.
+    pub busy: Option<WaitSample>,
+    /// The first CPU (OS index) this rank is bound to, when it is bound to fewer than
+    /// all of its machine's CPUs.
+    pub cpu: Option<usize>,
 }
 
-/// A node whose cores the watch lowered, until the cool-down ends.
+/// A node whose cores the watch lowered: kept for the cool-down at least, and then
+/// until the CPUs it took ranks off measure quiet ([`ContentionWatch::lift_caps`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cap {
     /// The node.
     pub node: String,
-    /// Cores the planner may use there.
+    /// Cores (ranks, for ranks of several cores) the planner may use there.
     pub usable: usize,
     /// Job time (seconds) the cap was set.
     pub since: f64,
+    /// The node's cores the ranks that waited were on, left out of its offer (empty:
+    /// only the count is lowered).
+    #[serde(default)]
+    pub cores: Vec<usize>,
+    /// The CPUs (OS indexes) of those cores, read while the cap holds (empty: none
+    /// known, the cool-down alone lifts the cap).
+    #[serde(default)]
+    pub cpus: Vec<usize>,
+    /// How busy `cpus` were in the current window (ticks).
+    #[serde(default)]
+    busy: WaitSample,
+    /// How busy `cpus` were in the last window they were read, and the job time that
+    /// window ended.
+    #[serde(default)]
+    last_busy: Option<(f64, f64)>,
+}
+
+impl Cap {
+    /// A cap of `node` to `usable` set at `since`, leaving out `cores`, whose CPUs
+    /// `cpus` are read until they are quiet.
+    pub fn new(node: &str, usable: usize, since: f64, cores: Vec<usize>, cpus: Vec<usize>) -> Self {
+        Self {
+            node: node.to_owned(),
+            usable,
+            since,
+            cores,
+            cpus,
+            busy: WaitSample::default(),
+            last_busy: None,
+        }
+    }
+
+    /// How busy its CPUs were in the last window they were read, as a share.
+    pub fn last_busy(&self) -> Option<f64> {
+        self.last_busy.map(|(share, _)| share)
+    }
+
+    /// Whether the cap may be lifted at `now`: its cool-down is over, and its CPUs
+    /// measured under half the threshold in the last window they were read (the
+    /// hysteresis band: a core is left above the threshold, taken again below half of
+    /// it). A cap whose CPUs are not known, or were not read for a cool-down (no rank
+    /// left on the node to read them), is lifted by the cool-down alone.
+    fn may_lift(&self, now: f64, settings: &ContentionSettings) -> bool {
+        let cooldown = settings.cooldown().as_secs_f64();
+        if now - self.since < cooldown {
+            return false;
+        }
+        match self.last_busy {
+            Some((share, at)) if now - at < cooldown && !self.cpus.is_empty() => {
+                share < settings.threshold / 2.0
+            }
+            _ => true,
+        }
+    }
 }
 
 /// What rank 0 decides at the end of a window.
@@ -571,12 +634,15 @@ pub enum Verdict {
         /// Why.
         why: String,
     },
-    /// Plan with the node's cores lowered ([`ContentionWatch::caps`]).
+    /// Plan with the node's cores lowered ([`ContentionWatch::caps`]): the ranks that
+    /// waited leave.
     Move {
         /// Why.
         why: String,
         /// The node.
         node: String,
+        /// The ranks of the node that waited, ascending.
+        ranks: Vec<usize>,
     },
 }
 
@@ -610,6 +676,13 @@ pub struct ContentionWatch {
     /// The node of the last [`Verdict::NoRoom`], while it stays contended: said once.
     #[serde(default)]
     no_room: Option<String>,
+    /// Per rank, the CPU it was bound to at the last check ([`CheckSample::cpu`]).
+    #[serde(default)]
+    cpus: Vec<Option<usize>>,
+    /// The ranks asked to read capped nodes' CPUs at the last check, and the nodes
+    /// each reads for ([`ContentionWatch::busy_readers`]).
+    #[serde(default)]
+    readers: Vec<(usize, Vec<String>)>,
 }
 
 impl ContentionWatch {
@@ -651,18 +724,76 @@ impl ContentionWatch {
         }
     }
 
-    /// Adds every rank's [`CheckSample`] (in rank order).
+    /// Adds every rank's [`CheckSample`] (in rank order): its waits, its node's CPU
+    /// pressure, the CPU it is bound to, and how busy the CPUs it read for the caps
+    /// were (to the caps of the nodes it read for, [`ContentionWatch::busy_readers`]).
     pub fn add_checks(&mut self, samples: &[CheckSample]) {
         self.add(&samples.iter().map(|s| s.wait).collect::<Vec<_>>());
         self.add_pressure(&samples.iter().map(|s| s.pressure).collect::<Vec<_>>());
+        self.cpus = samples.iter().map(|s| s.cpu).collect();
+        for (rank, nodes) in &self.readers {
+            let Some(busy) = samples.get(*rank).and_then(|s| s.busy) else {
+                continue;
+            };
+            for cap in self.caps.iter_mut().filter(|c| nodes.contains(&c.node)) {
+                cap.busy = cap.busy.plus(&busy);
+            }
+        }
     }
 
-    /// Ends the caps whose cool-down is over at `now`; returns their nodes.
+    /// The CPU rank `rank` was bound to at the last check, if it was.
+    pub fn cpu_of(&self, rank: usize) -> Option<usize> {
+        self.cpus.get(rank).copied().flatten()
+    }
+
+    /// Adds `cap`, replacing a cap of the same node.
+    pub fn set_cap(&mut self, cap: Cap) {
+        self.caps.retain(|c| c.node != cap.node);
+        self.caps.push(cap);
+    }
+
+    /// Which rank reads which CPUs at the next checks, for the caps whose CPUs are
+    /// known: the lowest rank on the capped node (`rank_nodes` names each rank's node),
+    /// or rank 0 for every cap when the nodes are all one machine (`one_machine`:
+    /// logical nodes, emulated hosts). A cap whose node has no rank left is not read
+    /// (the cool-down alone lifts it). Kept, to credit the next samples to the caps.
+    pub fn busy_readers(
+        &mut self,
+        rank_nodes: &[&str],
+        one_machine: bool,
+    ) -> Vec<(usize, Vec<usize>)> {
+        let mut readers: Vec<(usize, Vec<String>, Vec<usize>)> = Vec::new();
+        for cap in self.caps.iter().filter(|c| !c.cpus.is_empty()) {
+            let reader = match one_machine {
+                true => Some(0),
+                false => rank_nodes.iter().position(|n| *n == cap.node),
+            };
+            let Some(reader) = reader else { continue };
+            let i = match readers.iter().position(|r| r.0 == reader) {
+                Some(i) => i,
+                None => {
+                    readers.push((reader, Vec::new(), Vec::new()));
+                    readers.len() - 1
+                }
+            };
+            let entry = &mut readers[i];
+            entry.1.push(cap.node.clone());
+            for &cpu in &cap.cpus {
+                if !entry.2.contains(&cpu) {
+                    entry.2.push(cpu);
+                }
+            }
+        }
+        self.readers = readers.iter().map(|r| (r.0, r.1.clone())).collect();
+        readers.into_iter().map(|r| (r.0, r.2)).collect()
+    }
+
+    /// Ends the caps that may be lifted at `now` (their cool-down over, their CPUs
+    /// quiet: [`Cap`]); returns their nodes.
     pub fn lift_caps(&mut self, now: f64, settings: &ContentionSettings) -> Vec<String> {
-        let cooldown = settings.cooldown().as_secs_f64();
         let (over, kept): (Vec<Cap>, Vec<Cap>) = std::mem::take(&mut self.caps)
             .into_iter()
-            .partition(|c| now - c.since >= cooldown);
+            .partition(|c| c.may_lift(now, settings));
         self.caps = kept;
         over.into_iter().map(|c| c.node).collect()
     }
@@ -678,9 +809,25 @@ impl ContentionWatch {
             .collect()
     }
 
+    /// At the end of a window at `now`: each cap's CPUs' busy share of the window,
+    /// where they were read.
+    fn close_busy_window(&mut self, now: f64) {
+        for cap in &mut self.caps {
+            let busy = std::mem::take(&mut cap.busy);
+            if busy.wall_ns > 0 {
+                cap.last_busy = Some((busy.share(), now));
+            }
+        }
+    }
+
     /// At job time `now`: the decision of the window, if it is over (then a new one
-    /// starts). `rank_nodes` names each rank's node; `offers` are the nodes and cores
-    /// the job follows (the availability, caps not applied).
+    /// starts). `rank_nodes` names each rank's node; `offers` are the nodes and the
+    /// ranks their cores hold the job follows (the availability, caps not applied).
+    ///
+    /// Each rank is judged on its own waits against the job's least-waiting rank: a
+    /// node is contended when one of its ranks waited beyond the threshold while the
+    /// least-waiting rank did not, and its ranks fit its cores. The ranks of the most
+    /// contended node that waited so are the ones to move.
     pub fn decide(
         &mut self,
         now: f64,
@@ -692,27 +839,33 @@ impl ContentionWatch {
         if length < settings.window().as_secs_f64() || self.pending.is_empty() {
             return Verdict::Quiet;
         }
+        self.close_busy_window(now);
+        let pending = std::mem::take(&mut self.pending);
         let pressure = std::mem::take(&mut self.pressure);
-        let waits = node_waits(&std::mem::take(&mut self.pending), &pressure, rank_nodes);
+        let waits = node_waits(&pending, &pressure, rank_nodes);
         self.window_start = now;
-        if waits.is_empty() {
+        let shares: Vec<(usize, f64)> = (pending.iter().enumerate())
+            .filter(|(r, s)| s.wall_ns > 0 && *r < rank_nodes.len())
+            .map(|(r, s)| (r, s.share()))
+            .collect();
+        if shares.is_empty() {
             // No rank could measure its waits.
             return Verdict::Quiet;
         }
         let cores = |node: &str| offers.iter().find(|o| o.0 == node).map_or(0, |o| o.1);
-        let least = waits.iter().map(|w| w.share).fold(1.0f64, f64::min);
-        let excess = |w: &NodeWaits| (w.share - least) / (1.0 - least).max(1e-6);
-        let worst = waits
-            .iter()
-            .filter(|w| w.ranks <= cores(&w.node))
-            .filter(|w| w.share > settings.threshold && excess(w) > settings.threshold)
-            .max_by(|a, b| a.share.total_cmp(&b.share));
-        let Some(worst) = worst else {
+        let on = |node: &str| rank_nodes.iter().filter(|n| **n == node).count();
+        let least = shares.iter().map(|s| s.1).fold(1.0f64, f64::min);
+        let excess = |share: f64| (share - least) / (1.0 - least).max(1e-6);
+        let waited: Vec<(usize, f64)> = (shares.iter().copied())
+            .filter(|&(_, share)| share > settings.threshold && excess(share) > settings.threshold)
+            .filter(|&(r, _)| on(rank_nodes[r]) <= cores(rank_nodes[r]))
+            .collect();
+        let Some(&(worst, worst_share)) = waited.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
             self.no_room = None;
             if least > settings.threshold {
                 return Verdict::AllContended {
                     why: format!(
-                        "contention: every node's ranks waited at least {:.0}% of {length:.0} s for a CPU, alike{}: nothing moves",
+                        "contention: every rank waited at least {:.0}% of {length:.0} s for a CPU, alike{}: nothing moves",
                         (least * 100.0).round(),
                         pressures(&waits)
                     ),
@@ -720,51 +873,59 @@ impl ContentionWatch {
             }
             return Verdict::Quiet;
         };
-        let node_cores = cores(&worst.node);
-        let usable = ((node_cores as f64 * (1.0 - excess(worst)) + 1e-9).floor() as usize)
-            .min(node_cores.saturating_sub(1));
+        let node = rank_nodes[worst].to_owned();
+        let ranks: Vec<usize> = (waited.iter())
+            .filter(|(r, _)| rank_nodes[*r] == node)
+            .map(|(r, _)| *r)
+            .collect();
+        let node_cores = cores(&node);
+        let usable = node_cores.saturating_sub(ranks.len());
         let mut notes = Vec::new();
         if least > 0.05 {
             notes.push(format!(
-                "the least-waiting node's {:.0}%",
+                "the least-waiting rank's {:.0}%",
                 (least * 100.0).round()
             ));
         }
-        if let Some(p) = worst.pressure {
-            notes.push(format!(
-                "{}'s CPU pressure {:.0}%",
-                worst.node,
-                (p * 100.0).round()
-            ));
+        if let Some(p) = waits
+            .iter()
+            .find(|w| w.node == node)
+            .and_then(|w| w.pressure)
+        {
+            notes.push(format!("{node}'s CPU pressure {:.0}%", (p * 100.0).round()));
         }
         let extra = if notes.is_empty() {
             String::new()
         } else {
             format!(" ({})", notes.join(", "))
         };
+        let who = match ranks.as_slice() {
+            [one] => format!("rank {one}"),
+            many => format!(
+                "ranks {}",
+                many.iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
         let why = format!(
-            "contention: {}'s ranks waited {:.0}% of {length:.0} s for a CPU{extra}; {usable} of {node_cores} core{} usable",
-            worst.node,
-            (worst.share * 100.0).round(),
+            "contention: {node}'s {who} waited {:.0}% of {length:.0} s for a CPU{extra}; {usable} of {node_cores} core{} usable",
+            (worst_share * 100.0).round(),
             if node_cores == 1 { "" } else { "s" }
         );
         if settings.mode == ContentionMode::Report {
             return Verdict::Report { why };
         }
         let mut after = self.clone();
-        after.caps.retain(|c| c.node != worst.node);
-        after.caps.push(Cap {
-            node: worst.node.clone(),
-            usable,
-            since: now,
-        });
+        after.set_cap(Cap::new(&node, usable, now, Vec::new(), Vec::new()));
         let room: usize = after.capped(offers).iter().map(|o| o.1).sum();
         if room < rank_nodes.len() {
-            if self.no_room.as_deref() == Some(worst.node.as_str()) {
+            if self.no_room.as_deref() == Some(node.as_str()) {
                 // Said at the window it began; said again once it ended.
                 return Verdict::Quiet;
             }
-            self.no_room = Some(worst.node.clone());
+            self.no_room = Some(node.clone());
             return Verdict::NoRoom {
                 why: format!(
                     "{why}; no move: the other nodes have no room ({room} usable cores for {} ranks)",
@@ -774,10 +935,7 @@ impl ContentionWatch {
         }
         self.caps = after.caps;
         self.no_room = None;
-        Verdict::Move {
-            why,
-            node: worst.node.clone(),
-        }
+        Verdict::Move { why, node, ranks }
     }
 }
 
@@ -1101,7 +1259,7 @@ mod tests {
             w.add_checks(
                 &[sample(0.5), sample(0.55), WaitSample::default()].map(|wait| CheckSample {
                     wait,
-                    pressure: None,
+                    ..CheckSample::default()
                 }),
             );
         }
@@ -1123,13 +1281,13 @@ mod tests {
     #[test]
     fn a_hogged_node_is_left_and_keeps_its_cap_for_the_cooldown() {
         let mut w = ContentionWatch::starting(0.0);
-        let Verdict::Move { why, node } = window(&mut w, 0.0, &[0.02, 0.67]) else {
+        let Verdict::Move { why, node, ranks } = window(&mut w, 0.0, &[0.02, 0.67]) else {
             panic!("a move");
         };
-        assert_eq!(node, "n2");
+        assert_eq!((node.as_str(), ranks), ("n2", vec![1]));
         assert_eq!(
             why,
-            "contention: n2's ranks waited 67% of 10 s for a CPU; 0 of 1 core usable"
+            "contention: n2's rank 1 waited 67% of 10 s for a CPU; 0 of 1 core usable"
         );
         assert_eq!(w.capped(&offers())[1], ("n2".to_owned(), 0));
         // Set at 10 s, the end of the window: kept until 70 s.
@@ -1206,7 +1364,7 @@ mod tests {
         };
         assert_eq!(
             why,
-            "contention: n2's ranks waited 67% of 10 s for a CPU (n2's CPU pressure 70%); 0 of 1 core usable"
+            "contention: n2's rank 1 waited 67% of 10 s for a CPU (n2's CPU pressure 70%); 0 of 1 core usable"
         );
         // One kernel under logical nodes: the same high pressure everywhere, and ranks
         // that hardly wait. The pressure alone moves nothing.
@@ -1215,6 +1373,7 @@ mod tests {
             w.add_checks(&[0.01, 0.02].map(|s| CheckSample {
                 wait: sample(s),
                 pressure: Some(sample(0.9)),
+                ..CheckSample::default()
             }));
         }
         assert_eq!(
@@ -1234,9 +1393,125 @@ mod tests {
             panic!("every node alike");
         };
         assert!(
-            why.ends_with("alike (CPU pressure n1 90%, n2 92%): nothing moves"),
+            why.ends_with("alike (CPU pressure n1 90%, n2 92%): nothing moves")
+                && why.starts_with("contention: every rank waited at least 83%"),
             "{why}"
         );
+    }
+
+    /// Ranks of 32-core nodes: `hogged` waits `share`, the others 2%, for one window.
+    fn big_nodes_window(w: &mut ContentionWatch, start: f64, hogged: usize, share: f64) -> Verdict {
+        let nodes: Vec<&str> = (0..64).map(|r| if r < 32 { "n1" } else { "n2" }).collect();
+        let big = [
+            ("n1".to_owned(), 32),
+            ("n2".to_owned(), 32),
+            ("n3".to_owned(), 32),
+        ];
+        for _ in 0..10 {
+            let checks: Vec<CheckSample> = (0..64)
+                .map(|r| CheckSample {
+                    wait: sample(if r == hogged { share } else { 0.02 }),
+                    cpu: Some(r % 32),
+                    ..CheckSample::default()
+                })
+                .collect();
+            w.add_checks(&checks);
+        }
+        w.decide(start + 10.0, &act(), &nodes, &big)
+    }
+
+    #[test]
+    fn one_hogged_rank_of_a_big_node_is_seen_and_is_the_one_to_move() {
+        // One rank of 32 waiting 67%: n1's average is 4%, which the node-wide rule
+        // took for quiet.
+        let mut w = ContentionWatch::starting(0.0);
+        let Verdict::Move { why, node, ranks } = big_nodes_window(&mut w, 0.0, 5, 0.67) else {
+            panic!("a move");
+        };
+        assert_eq!((node.as_str(), ranks), ("n1", vec![5]));
+        assert_eq!(
+            why,
+            "contention: n1's rank 5 waited 67% of 10 s for a CPU; 31 of 32 cores usable"
+        );
+        assert_eq!(w.cpu_of(5), Some(5));
+        // Below the threshold: nothing.
+        let mut w = ContentionWatch::starting(0.0);
+        assert_eq!(big_nodes_window(&mut w, 0.0, 5, 0.25), Verdict::Quiet);
+    }
+
+    #[test]
+    fn a_cap_stays_while_the_cores_it_left_are_busy_and_goes_once_they_are_quiet() {
+        let mut w = ContentionWatch::starting(0.0);
+        assert!(matches!(
+            window(&mut w, 0.0, &[0.02, 0.67]),
+            Verdict::Move { .. }
+        ));
+        // The job side names the core left and its CPU.
+        w.set_cap(Cap::new("n2", 0, 10.0, vec![0], vec![1]));
+        let readers = w.busy_readers(&["n1", "n1"], true);
+        assert_eq!(readers, [(0, vec![1])], "rank 0 reads CPU 1 on one machine");
+        assert_eq!(
+            w.busy_readers(&["n1", "n1"], false),
+            [],
+            "no rank left on n2"
+        );
+        let readers = w.busy_readers(&["n1", "n2"], false);
+        assert_eq!(readers, [(1, vec![1])], "n2's lowest rank reads it");
+        // The hog stays: its CPU busy 100% while no rank of the job is on it. Past the
+        // cool-down (60 s after 10 s) the cap holds.
+        let busy = |share: f64, reader: usize| -> Vec<CheckSample> {
+            (0..2)
+                .map(|r| CheckSample {
+                    wait: sample(0.02),
+                    busy: (r == reader).then_some(WaitSample {
+                        wait_ns: (share * 100.0) as u64,
+                        wall_ns: 100,
+                    }),
+                    ..CheckSample::default()
+                })
+                .collect()
+        };
+        let mut now = 10.0;
+        for share in [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0] {
+            for _ in 0..10 {
+                w.add_checks(&busy(share, 1));
+            }
+            now += 10.0;
+            assert!(w.lift_caps(now, &act()).is_empty(), "busy at {now} s");
+            assert_eq!(
+                w.decide(now, &act(), &["n1", "n1"], &offers()),
+                Verdict::Quiet
+            );
+        }
+        assert_eq!(w.caps()[0].last_busy(), Some(1.0));
+        // In the band (under the threshold, over half of it): still held.
+        for _ in 0..10 {
+            w.add_checks(&busy(0.2, 1));
+        }
+        now += 10.0;
+        assert_eq!(
+            w.decide(now, &act(), &["n1", "n1"], &offers()),
+            Verdict::Quiet
+        );
+        assert!(w.lift_caps(now, &act()).is_empty(), "0.2 is in the band");
+        // Quiet: lifted at the next check.
+        for _ in 0..10 {
+            w.add_checks(&busy(0.05, 1));
+        }
+        now += 10.0;
+        assert_eq!(
+            w.decide(now, &act(), &["n1", "n1"], &offers()),
+            Verdict::Quiet
+        );
+        assert_eq!(w.lift_caps(now, &act()), vec!["n2".to_owned()]);
+    }
+
+    #[test]
+    fn a_cap_whose_cores_nobody_reads_is_lifted_by_the_cooldown() {
+        let mut w = ContentionWatch::starting(0.0);
+        w.set_cap(Cap::new("n2", 0, 10.0, vec![0], vec![1]));
+        assert!(w.lift_caps(69.0, &act()).is_empty());
+        assert_eq!(w.lift_caps(70.0, &act()), vec!["n2".to_owned()]);
     }
 
     #[test]

@@ -231,6 +231,41 @@ fn job_hosts(settings: &JobSettings) -> Hosts {
     }
 }
 
+/// Whether every node of the job is this one machine: logical nodes, or hosts
+/// emulated on it.
+pub(super) fn one_machine(settings: &JobSettings) -> bool {
+    !matches!(job_hosts(settings), Hosts::Real)
+}
+
+/// The real core a rank of one core at `location` is bound to by [`bind`]'s rule when
+/// every node of `view` is this one machine (logical nodes, or hosts emulated on it)
+/// and the job's `ranks` fit its CPUs: a core of one node is then a core of the others
+/// too. `None` on real hosts, for ranks of several cores, and where ranks run unbound.
+pub(super) fn machine_core_of(
+    settings: &JobSettings,
+    view: &Availability,
+    location: &Location,
+    ranks: usize,
+) -> Option<usize> {
+    if settings.cores_per_rank > 1 || ranks > usable_cpus() {
+        return None;
+    }
+    // bind_to's count: the machine's cores.
+    let cores = machine_tree().map_or(usable_cpus(), |t| t.leaf_count());
+    match job_hosts(settings).spread(view, &location.node) {
+        CoreSpread::Logical {
+            node_index,
+            cores_per_node,
+        } => Some(monitor::location::real_core(
+            node_index,
+            location.core,
+            cores_per_node.max(1),
+            cores,
+        )),
+        CoreSpread::Host => None,
+    }
+}
+
 /// This machine's tree (cores as leaves, with their CPUs), read once per process.
 fn machine_tree() -> Result<&'static crate::topology::Tree, String> {
     static TREE: OnceLock<Result<crate::topology::Tree, String>> = OnceLock::new();

@@ -52,6 +52,7 @@ use serde::de::DeserializeOwned;
 
 use crate::checkpoint::mpi_collective::DuplicateInProgress;
 use crate::checkpoint::{CheckpointConfig, CheckpointContext, MpiCollective};
+use crate::contention::cpu_busy::CpuBusyReader;
 use crate::contention::{ContentionWatch, PressureReader, WaitReader};
 use crate::launcher::{Departure, Launcher, MpiImplementation, launcher};
 use crate::matrix::CommMatrix;
@@ -164,6 +165,9 @@ pub struct Job {
     /// (`/proc/pressure/cpu`, where the kernel gives it), used while it is its node's
     /// lowest rank.
     pressure: Option<PressureReader>,
+    /// With the contention watch on, this rank's reading of the CPUs rank 0 asked it to
+    /// read: those the watch took ranks off ([`crate::contention::cpu_busy`]).
+    busy: Option<CpuBusyReader>,
     /// Rank 0: the contention watch's window and lowered nodes ([`contention`]).
     contention: ContentionWatch,
     /// The files this rank writes through rankmig ([`Job::output_file`]): recorded in
@@ -231,6 +235,7 @@ impl Job {
                 .on()
                 .then(PressureReader::open)
                 .flatten(),
+            busy: None,
             settings,
             comm: world,
             ckpt,
@@ -356,6 +361,7 @@ impl Job {
             pressure: (a.settings.contention.on())
                 .then(PressureReader::open)
                 .flatten(),
+            busy: None,
             settings: a.settings,
             comm: arrival.comm,
             ckpt,

@@ -95,7 +95,8 @@ impl CheckPacer {
     /// [`CheckPacer::after_check`] that also hands every rank's `sample` (its waits for
     /// a CPU and, on one rank per node, the node's CPU pressure: [`crate::contention`])
     /// to rank 0, the only rank that judges them: a gather of (wait, wall, node stall,
-    /// node wall) to rank 0, then the check's broadcast of the stride when paced by time.
+    /// node wall, busy ticks and total ticks of the CPUs it reads for the watch's caps,
+    /// its CPU) to rank 0, then the check's broadcast of the stride when paced by time.
     /// Every rank's samples, in rank order, on rank 0; `None` on the other ranks.
     pub fn after_check_gathering<C: Communicator>(
         &mut self,
@@ -103,13 +104,18 @@ impl CheckPacer {
         calls: u64,
         sample: CheckSample,
     ) -> Option<Vec<CheckSample>> {
-        // A node wall time of 0 says the rank read no pressure.
+        // A node wall time (a total of ticks) of 0 says the rank read no pressure (no
+        // CPUs for the caps); u64::MAX, that it is bound to no CPU of its own.
         let pressure = sample.pressure.unwrap_or_default();
+        let busy = sample.busy.unwrap_or_default();
         let mine = [
             sample.wait.wait_ns,
             sample.wait.wall_ns,
             pressure.wait_ns,
             pressure.wall_ns,
+            busy.wait_ns,
+            busy.wall_ns,
+            sample.cpu.map_or(u64::MAX, |c| c as u64),
         ];
         let root = comm.process_at_rank(0);
         let gathered = if comm.rank() == 0 {
@@ -133,6 +139,11 @@ impl CheckPacer {
                         wait_ns: c[2],
                         wall_ns: c[3],
                     }),
+                    busy: (c[5] > 0).then_some(WaitSample {
+                        wait_ns: c[4],
+                        wall_ns: c[5],
+                    }),
+                    cpu: usize::try_from(c[6]).ok().filter(|_| c[6] != u64::MAX),
                 })
                 .collect()
         })

@@ -36,19 +36,10 @@ impl Job {
             return Ok(());
         }
         let t0 = Instant::now();
-        let leave = self.contention_decision();
-        let comm = &self.comm;
         // The content followed so far, to go back to should a migration be refused (its
         // view is kept below, when it is replaced: nothing is copied at each check).
         let hash_before = self.availability.last_hash();
-        // Rank 0's decisions, carried by the check's broadcast: the contention watch's
-        // node to leave, and whether the matrix is written at this check.
-        let note = (leave, self.matrix_due());
-        let (seen, note) = match self.availability.watcher.as_mut() {
-            Some(w) => w.check_carrying(comm, Some(note)),
-            None => (WatchOutcome::Unchanged, None),
-        };
-        let (contention, matrix_due) = note.unwrap_or((None, false));
+        let (seen, contention, matrix_due) = self.check_with_decisions();
         if !matches!(seen, WatchOutcome::Unchanged) || contention.is_some() {
             self.changes += 1;
         }
@@ -148,7 +139,7 @@ impl Job {
         };
         let rank = self.comm.rank() as usize;
         let reads_pressure = contention::reads_node_pressure(rank, self.placement.as_ref());
-        let mine = contention::sample(waits, &mut self.pressure, reads_pressure);
+        let mine = contention::sample(waits, &mut self.pressure, reads_pressure, &mut self.busy);
         let all = (self.pacer).after_check_gathering(&self.comm, self.calls, mine);
         // A rank whose kernel gives no run-queue delay measured nothing (zero wall
         // time): its row leaves the share empty rather than writing 0.
@@ -170,8 +161,7 @@ impl Job {
         }
         let now = self.started.elapsed().as_secs_f64();
         let job = (self.placement.as_ref(), self.availability.view.as_ref());
-        let (settings, c) = (&self.settings.contention, self.settings.cores_per_rank);
-        match contention::decide(&mut self.contention, settings, now, job, c) {
+        match contention::decide(&mut self.contention, &self.settings, now, job) {
             Decision::Quiet => None,
             Decision::Move(why) => Some(why),
             Decision::Record { outcome, why } => {
@@ -183,6 +173,47 @@ impl Job {
                 });
                 None
             }
+        }
+    }
+
+    /// Rank 0 with the contention watch on: which rank reads which CPUs for the
+    /// watch's caps ([`contention::busy_readers`]); empty elsewhere.
+    fn busy_readers(&mut self) -> Vec<(usize, Vec<usize>)> {
+        if !self.is_root() || self.waits.is_none() {
+            return Vec::new();
+        }
+        contention::busy_readers(
+            &mut self.contention,
+            &self.settings,
+            self.placement.as_ref(),
+        )
+    }
+
+    /// The check's broadcast of what rank 0 saw in the availability file, carrying rank
+    /// 0's decisions: the contention watch's node to leave, whether the matrix is
+    /// written at this check, and which ranks read the CPUs the watch took ranks off
+    /// (which this rank then follows). Collective.
+    fn check_with_decisions(&mut self) -> (WatchOutcome, Option<String>, bool) {
+        let note = (
+            self.contention_decision(),
+            self.matrix_due(),
+            self.busy_readers(),
+        );
+        let (seen, note) = match self.availability.watcher.as_mut() {
+            Some(w) => w.check_carrying(&self.comm, Some(note)),
+            None => (WatchOutcome::Unchanged, None),
+        };
+        let (contention, matrix_due, readers) = note.unwrap_or((None, false, Vec::new()));
+        self.follow_busy_readers(&readers);
+        (seen, contention, matrix_due)
+    }
+
+    /// With the contention watch on: this rank reads the CPUs rank 0 gave it in
+    /// `readers`, or none ([`contention::follow_readers`]).
+    fn follow_busy_readers(&mut self, readers: &[(usize, Vec<usize>)]) {
+        if self.waits.is_some() {
+            let rank = self.comm.rank() as usize;
+            contention::follow_readers(&mut self.busy, readers, rank);
         }
     }
 
