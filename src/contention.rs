@@ -683,6 +683,10 @@ pub struct ContentionWatch {
     /// each reads for ([`ContentionWatch::busy_readers`]).
     #[serde(default)]
     readers: Vec<(usize, Vec<String>)>,
+    /// Whether every node of the job is one machine (logical nodes, emulated hosts):
+    /// then ranks of different nodes bound to one CPU share it.
+    #[serde(default)]
+    one_machine: bool,
 }
 
 impl ContentionWatch {
@@ -739,6 +743,27 @@ impl ContentionWatch {
                 cap.busy = cap.busy.plus(&busy);
             }
         }
+    }
+
+    /// Says whether every node of the job is one machine (logical nodes, emulated
+    /// hosts): ranks of different nodes bound to one CPU then share it.
+    pub fn set_one_machine(&mut self, one_machine: bool) {
+        self.one_machine = one_machine;
+    }
+
+    /// The ranks bound to a CPU that another rank of the job is bound to on the same
+    /// machine (`rank_nodes` names each rank's node): they wait for one another.
+    fn sharing_a_cpu(&self, rank_nodes: &[&str]) -> Vec<bool> {
+        let same_machine = |a: usize, b: usize| self.one_machine || rank_nodes[a] == rank_nodes[b];
+        (0..rank_nodes.len())
+            .map(|r| {
+                let Some(cpu) = self.cpu_of(r) else {
+                    return false;
+                };
+                (0..rank_nodes.len())
+                    .any(|o| o != r && self.cpu_of(o) == Some(cpu) && same_machine(r, o))
+            })
+            .collect()
     }
 
     /// The CPU rank `rank` was bound to at the last check, if it was.
@@ -826,8 +851,9 @@ impl ContentionWatch {
     ///
     /// Each rank is judged on its own waits against the job's least-waiting rank: a
     /// node is contended when one of its ranks waited beyond the threshold while the
-    /// least-waiting rank did not, and its ranks fit its cores. The ranks of the most
-    /// contended node that waited so are the ones to move.
+    /// least-waiting rank did not, and its ranks fit its cores. A rank bound to the
+    /// same CPU as another rank of the job waits for the job itself and is not judged.
+    /// The ranks of the most contended node that waited so are the ones to move.
     pub fn decide(
         &mut self,
         now: f64,
@@ -856,7 +882,9 @@ impl ContentionWatch {
         let on = |node: &str| rank_nodes.iter().filter(|n| **n == node).count();
         let least = shares.iter().map(|s| s.1).fold(1.0f64, f64::min);
         let excess = |share: f64| (share - least) / (1.0 - least).max(1e-6);
+        let sharing = self.sharing_a_cpu(rank_nodes);
         let waited: Vec<(usize, f64)> = (shares.iter().copied())
+            .filter(|&(r, _)| !sharing[r])
             .filter(|&(_, share)| share > settings.threshold && excess(share) > settings.threshold)
             .filter(|&(r, _)| on(rank_nodes[r]) <= cores(rank_nodes[r]))
             .collect();
@@ -1504,6 +1532,40 @@ mod tests {
             Verdict::Quiet
         );
         assert_eq!(w.lift_caps(now, &act()), vec!["n2".to_owned()]);
+    }
+
+    #[test]
+    fn ranks_bound_to_one_cpu_wait_for_each_other_and_are_not_judged() {
+        let window = |w: &mut ContentionWatch, cpus: [usize; 3]| {
+            for _ in 0..10 {
+                let checks: Vec<CheckSample> = [0.02, 0.6, 0.6]
+                    .iter()
+                    .zip(cpus)
+                    .map(|(&s, cpu)| CheckSample {
+                        wait: sample(s),
+                        cpu: Some(cpu),
+                        ..CheckSample::default()
+                    })
+                    .collect();
+                w.add_checks(&checks);
+            }
+            let three = [("n1", 4), ("n2", 2)].map(|(n, c)| (n.to_owned(), c));
+            w.decide(10.0, &act(), &["n1", "n2", "n2"], &three)
+        };
+        // Ranks 1 and 2 on CPU 1 of n2: they share it.
+        let mut w = ContentionWatch::starting(0.0);
+        assert_eq!(window(&mut w, [0, 1, 1]), Verdict::Quiet);
+        // Rank 0 on n1's CPU 1 and rank 1 on n2's CPU 1, two machines: rank 1 and rank
+        // 2 wait, on CPUs of their own.
+        let mut w = ContentionWatch::starting(0.0);
+        assert!(matches!(window(&mut w, [1, 1, 0]), Verdict::Move { .. }));
+        // The same on one machine: rank 0 and rank 1 share CPU 1; rank 2 alone waits.
+        let mut w = ContentionWatch::starting(0.0);
+        w.set_one_machine(true);
+        let Verdict::Move { ranks, .. } = window(&mut w, [1, 1, 0]) else {
+            panic!("rank 2 moves");
+        };
+        assert_eq!(ranks, [2]);
     }
 
     #[test]

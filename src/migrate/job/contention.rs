@@ -73,8 +73,10 @@ fn own_cpu() -> Option<usize> {
     let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
         .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
         .collect();
-    let machine = std::thread::available_parallelism().map_or(0, |n| n.get());
-    (allowed.len() < machine)
+    // The CPUs online, not available_parallelism (which counts the affinity mask).
+    // SAFETY: sysconf(3) reads a value.
+    let online = usize::try_from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).ok()?;
+    (allowed.len() < online)
         .then(|| allowed.first().copied())
         .flatten()
 }
@@ -165,6 +167,7 @@ pub(super) fn decide(
     let rank_nodes: Vec<&str> = (0..placement.len())
         .map(|r| placement.location(r).node.as_str())
         .collect();
+    watch.set_one_machine(one_machine(job));
     match watch.decide(now, settings, &rank_nodes, &offers(view, cores_per_rank)) {
         Verdict::Quiet => Decision::Quiet,
         Verdict::AllContended { why } => {
@@ -172,8 +175,12 @@ pub(super) fn decide(
             Decision::Quiet
         }
         Verdict::Move { why, node, ranks } => {
+            let left_out = withdraw_cores(watch, job, now, (Some(placement), Some(view)), &ranks);
+            let why = match left_out {
+                Some(cores) => format!("{why}; left out until quiet: {cores}"),
+                None => why,
+            };
             log::warn!("{why}: moving ranks off {node}");
-            withdraw_cores(watch, job, now, (Some(placement), Some(view)), &ranks);
             Decision::Move(why)
         }
         Verdict::Report { why } => {
@@ -198,16 +205,17 @@ pub(super) fn decide(
 /// are quiet. Where every node is this one machine (logical nodes, emulated hosts), the
 /// cores of every node that are the same real core as one of theirs are left out too
 /// (their node capped alike), while the other nodes still hold the job; a rank moved
-/// there would wait as much. Ranks of several cores keep the count alone.
+/// there would wait as much. Ranks of several cores keep the count alone. Returns the
+/// cores left out, for the reason of the move (`n1 cores 1, 3; n2 core 1`).
 fn withdraw_cores(
     watch: &mut ContentionWatch,
     job: &JobSettings,
     now: f64,
     (placement, view): (Option<&Placement>, Option<&Availability>),
     ranks: &[usize],
-) {
+) -> Option<String> {
     let (Some(placement), Some(view), Some(&first)) = (placement, view, ranks.first()) else {
-        return;
+        return None;
     };
     let node = placement.location(first).node.clone();
     let mut cpus: Vec<usize> = ranks.iter().filter_map(|&r| watch.cpu_of(r)).collect();
@@ -218,7 +226,7 @@ fn withdraw_cores(
     if job.cores_per_rank > 1 {
         let kept = usable(watch, &node).unwrap_or(0);
         watch.set_cap(Cap::new(&node, kept, now, Vec::new(), cpus));
-        return;
+        return None;
     }
     let cores: Vec<usize> = ranks.iter().map(|&r| placement.location(r).core).collect();
     let machine: Vec<usize> = (ranks.iter())
@@ -256,11 +264,25 @@ fn withdraw_cores(
         // The other nodes cannot hold the job without those cores: the node's own.
         caps.retain(|c| c.0 == node);
     }
-    for (name, left_out) in caps {
-        let cores = view.cores(&name);
-        let count = cores.saturating_sub(left_out.len());
-        watch.set_cap(Cap::new(&name, count, now, left_out, cpus.clone()));
+    let mut said = Vec::new();
+    for (name, mut left_out) in caps {
+        // A node capped already keeps the cores it left out then.
+        let mut watched = cpus.clone();
+        if let Some(earlier) = watch.caps().iter().find(|c| c.node == name) {
+            left_out.extend(&earlier.cores);
+            watched.extend(&earlier.cpus);
+        }
+        for list in [&mut left_out, &mut watched] {
+            list.sort_unstable();
+            list.dedup();
+        }
+        let count = view.cores(&name).saturating_sub(left_out.len());
+        let list: Vec<String> = left_out.iter().map(usize::to_string).collect();
+        let plural = if list.len() == 1 { "" } else { "s" };
+        said.push(format!("{name} core{plural} {}", list.join(", ")));
+        watch.set_cap(Cap::new(&name, count, now, left_out, watched));
     }
+    Some(said.join("; "))
 }
 
 /// The cores a node offers: its `cpus=` list, else its first `cores`.
