@@ -908,39 +908,13 @@ impl ContentionWatch {
             .collect();
         let node_cores = cores(&node);
         let usable = node_cores.saturating_sub(ranks.len());
-        let mut notes = Vec::new();
-        if least > 0.05 {
-            notes.push(format!(
-                "the least-waiting rank's {:.0}%",
-                (least * 100.0).round()
-            ));
-        }
-        if let Some(p) = waits
-            .iter()
-            .find(|w| w.node == node)
-            .and_then(|w| w.pressure)
-        {
-            notes.push(format!("{node}'s CPU pressure {:.0}%", (p * 100.0).round()));
-        }
-        let extra = if notes.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", notes.join(", "))
-        };
-        let who = match ranks.as_slice() {
-            [one] => format!("rank {one}"),
-            many => format!(
-                "ranks {}",
-                many.iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        let why = format!(
-            "contention: {node}'s {who} waited {:.0}% of {length:.0} s for a CPU{extra}; {usable} of {node_cores} core{} usable",
-            (worst_share * 100.0).round(),
-            if node_cores == 1 { "" } else { "s" }
+        let pressure = (waits.iter().find(|w| w.node == node)).and_then(|w| w.pressure);
+        let why = move_reason(
+            &node,
+            &ranks,
+            (worst_share, least, pressure),
+            length,
+            (usable, node_cores),
         );
         if settings.mode == ContentionMode::Report {
             return Verdict::Report { why };
@@ -965,6 +939,43 @@ impl ContentionWatch {
         self.no_room = None;
         Verdict::Move { why, node, ranks }
     }
+}
+
+/// The reason of a move off `node` of its `ranks` that waited: (the worst rank's wait
+/// share, the least-waiting rank's, the node's CPU pressure) over a window of `length`
+/// seconds, `usable` of the node's `cores` left.
+fn move_reason(
+    node: &str,
+    ranks: &[usize],
+    (worst, least, pressure): (f64, f64, Option<f64>),
+    length: f64,
+    (usable, cores): (usize, usize),
+) -> String {
+    let mut notes = Vec::new();
+    if least > 0.05 {
+        notes.push(format!(
+            "the least-waiting rank's {:.0}%",
+            (least * 100.0).round()
+        ));
+    }
+    if let Some(p) = pressure {
+        notes.push(format!("{node}'s CPU pressure {:.0}%", (p * 100.0).round()));
+    }
+    let extra = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join(", "))
+    };
+    let list: Vec<String> = ranks.iter().map(usize::to_string).collect();
+    let who = match list.len() {
+        1 => format!("rank {}", list.join("")),
+        _ => format!("ranks {}", list.join(", ")),
+    };
+    format!(
+        "contention: {node}'s {who} waited {:.0}% of {length:.0} s for a CPU{extra}; {usable} of {cores} core{} usable",
+        (worst * 100.0).round(),
+        if cores == 1 { "" } else { "s" }
+    )
 }
 
 /// Each node's waits (nodes in the order of their first rank), and the CPU pressure
