@@ -7,23 +7,26 @@
 //! waiting for a CPU, summed over the rank's threads, [`WaitReader`]) at every
 //! availability check, and hands the delay and the wall time since its previous check
 //! (or, for a rank whose threads wanted more than one CPU, the CPU time they wanted,
-//! [`WaitSample::wall_ns`]) to rank 0 with the exchange the check already makes. Rank 0
-//! adds them up per node over a window ([`ContentionSettings::window`]). A node's *wait
-//! share* is its ranks' summed waits over their summed wall time; its *excess* is how
-//! much more it waited than the job's least-waiting node, as a share of the CPU time that
-//! node got: `(share − least) / (1 − least)`. A machine loaded alike everywhere (other
-//! jobs' compilers spread over every CPU by the scheduler) raises every node's share
-//! and leaves the excess near 0; a hog pinned to one node's CPU raises that node's only.
+//! [`WaitSample::wall_ns`]) to rank 0 with the exchange the check already makes, with
+//! the first CPU it is bound to. Rank 0 adds them up per rank over a window
+//! ([`ContentionSettings::window`]). A rank's *wait share* is its waits over its wall
+//! time; its *excess* is how much more it waited than the job's least-waiting rank, as
+//! a share of the CPU time that rank got: `(share − least) / (1 − least)`. A machine
+//! loaded alike everywhere (other jobs' compilers spread over every CPU by the
+//! scheduler) raises every rank's share and leaves the excess near 0; a hog pinned to
+//! one rank's CPU raises that rank's only, however many ranks its node holds.
 //!
-//! A node is contended when its excess exceeds [`ContentionSettings::threshold`] and
-//! the job's own ranks there fit its cores (a node the job itself oversubscribes waits
-//! for its own ranks). Its usable cores are then `⌊cores × (1 − excess)⌋`, at most one
-//! fewer than it has: what the waits say is left. Rank 0 plans with those cores (the
-//! availability file is never written) and the two-step planner moves the fewest ranks
-//! off it. The rules against flapping: one decision per window at most, and so at most
-//! one move per window; a node left keeps its lowered cores for
-//! [`ContentionSettings::cooldown`]; no move when the nodes left cannot hold the job
-//! (recorded); nothing when every node with ranks is contended.
+//! A node is contended when one of its ranks has a share and an excess beyond
+//! [`ContentionSettings::threshold`] and the job's own ranks there fit its cores (a node
+//! the job itself oversubscribes waits for its own ranks); a rank bound to the CPU of
+//! another rank of the job waits for the job and is not judged. The ranks that waited
+//! move: the job side (`migrate/job/contention.rs`) leaves their cores out of the node's
+//! offer ([`Cap::cores`]) and the planner moves the ranks on cores a node no longer
+//! offers. The rules against flapping: one decision per window at most, and so at most
+//! one move per window; a cap holds for [`ContentionSettings::cooldown`] and then until
+//! the CPUs it took ranks off measured busy under half the threshold over a window (a
+//! hysteresis band, [`cpu_busy`]); no move when the nodes left cannot hold the job
+//! (recorded); nothing when every rank waits alike.
 //!
 //! The node's own view, where the kernel gives it: one rank per node (its lowest) reads
 //! the `some` line of `/proc/pressure/cpu` ([`pressure`]) at each check and hands its
@@ -103,8 +106,9 @@ pub const DEFAULT_COOLDOWN_MS: u64 = 60_000;
 pub struct ContentionSettings {
     /// Off, report only, or act.
     pub mode: ContentionMode,
-    /// A node is contended when its ranks waited for a CPU more than this share of the
-    /// window beyond what the least-waiting node's ranks waited (0 < threshold < 1).
+    /// A node is contended when one of its ranks waited for a CPU more than this share
+    /// of the window beyond what the least-waiting rank waited (0 < threshold < 1); the
+    /// cores it left are taken again below half of it.
     pub threshold: f64,
     /// The window over which waits are added up, in milliseconds: one decision per
     /// window.
