@@ -10,7 +10,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | programs | `rankmig` CLI (`src/main.rs`, `src/cli.rs`, `src/commands.rs`, `src/report_command.rs`); [`supervisor`] (`rankmig run`); [`report`] (`rankmig report`); [`capi`] (C and Fortran interface) |
+//! | programs | `rankmig` CLI (`src/main.rs`, `src/cli.rs`, `src/commands.rs`, `src/map_command.rs`, `src/report_command.rs`); [`supervisor`] (`rankmig run`); [`report`] (`rankmig report`); [`capi`] (C and Fortran interface) |
 //! | runtime in every rank | [`migrate`] (the job, its pacing and history, the migration protocol) |
 //! | the run directory | [`run_dir`] (the files `rankmig run` and the ranks both read and write, and their formats: settings, records, spawn marker, replacement launch requests) |
 //! | services of the runtime | [`monitor`] (communication counts, locations, availability watch), [`checkpoint`](mod@checkpoint), [`output_files`] (the files a rank writes through rankmig, kept right across checkpoints, restarts and migrations) |

@@ -6,6 +6,7 @@
 mod bind_exec;
 mod cli;
 mod commands;
+mod map_command;
 mod report_command;
 
 use clap::FromArgMatches;
