@@ -58,7 +58,7 @@ module rankmig
   !> The version of this interface (the header's RANKMIG_VERSION_*); rankmig_version()
   !> gives the library's own.
   integer(c_int), parameter, public :: RANKMIG_VERSION_MAJOR = 1
-  integer(c_int), parameter, public :: RANKMIG_VERSION_MINOR = 1
+  integer(c_int), parameter, public :: RANKMIG_VERSION_MINOR = 2
   integer(c_int), parameter, public :: RANKMIG_VERSION_PATCH = 0
   integer(c_int), parameter, public :: RANKMIG_OK = 0
   integer(c_int), parameter, public :: RANKMIG_COMM_CHANGED = 1
@@ -80,9 +80,12 @@ module rankmig
       type(c_funptr), value :: callback
       type(c_ptr), value :: arg
     end function c_rankmig_on_comm_fortran
-    integer(c_int) function c_rankmig_init(comm) bind(C, name="rankmig_init")
+    ! rankmig_init with this module's version: a library that cannot serve it refuses
+    ! (RANKMIG_ERR_VERSION, -7), naming both versions in rankmig_last_error().
+    integer(c_int) function c_rankmig_init(comm, major, minor) bind(C, name="rankmig_init_v")
       import :: c_int, c_ptr
       type(c_ptr), value :: comm
+      integer(c_int), value :: major, minor
     end function c_rankmig_init
     integer(c_int) function c_rankmig_comm_fortran() bind(C, name="rankmig_comm_fortran")
       import :: c_int
@@ -139,7 +142,7 @@ contains
   !> communicator, to use instead of MPI_COMM_WORLD. 0 = ok.
   integer(c_int) function rankmig_init(comm)
     integer, intent(out) :: comm
-    rankmig_init = c_rankmig_init(c_null_ptr)
+    rankmig_init = c_rankmig_init(c_null_ptr, RANKMIG_VERSION_MAJOR, RANKMIG_VERSION_MINOR)
     comm = int(c_rankmig_comm_fortran())
   end function rankmig_init
 

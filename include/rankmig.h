@@ -19,7 +19,7 @@
 /*
  The minor version: raised when the interface gains something.
  */
-#define RANKMIG_VERSION_MINOR 1
+#define RANKMIG_VERSION_MINOR 2
 
 /*
  The patch version: raised by a fix that leaves the interface as it was.
@@ -69,6 +69,14 @@
 #define RANKMIG_ERR_FILE -6
 
 /*
+ [`rankmig_init`] in a program compiled with a header this library cannot serve: of
+ another major version, or of a newer minor version (the program may call what this
+ library lacks). [`rankmig_last_error`] names both versions; nothing was started.
+ Since 1.2.
+ */
+#define RANKMIG_ERR_VERSION -7
+
+/*
  [`rankmig_checkpoint`]: this call replaced the job's communicator (a migration); the
  callbacks of [`rankmig_on_comm`] have run with the new one.
  */
@@ -90,6 +98,19 @@ typedef void (*RankmigFortranCommCallback)(int comm, void *arg);
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/*
+ [`rankmig_init`] of a program compiled with the header of version
+ `header_major.header_minor`: the header's `rankmig_init(comm)` is a macro that calls
+ this with its `RANKMIG_VERSION_MAJOR` and `RANKMIG_VERSION_MINOR`, so that a program
+ run with a library that cannot serve it is told so before anything starts:
+ [`RANKMIG_ERR_VERSION`], on every process alike (no collective is made). Since 1.2;
+ programs compiled before call [`rankmig_init`] itself, unchecked.
+
+ # Safety
+ As [`rankmig_init`].
+ */
+int rankmig_init_v(MPI_Comm *comm, int header_major, int header_minor);
 
 /*
  Starts the runtime; call it after `MPI_Init`, on every process of `MPI_COMM_WORLD`
@@ -243,7 +264,7 @@ int rankmig_close_output(int handle);
 int rankmig_finalize(void);
 
 /*
- The library's version, `MAJOR.MINOR.PATCH` (`"1.1.0"`): the version of the library
+ The library's version, `MAJOR.MINOR.PATCH` (`"1.2.0"`): the version of the library
  the program runs with, which may differ from the `RANKMIG_VERSION_*` of the header
  it was compiled with (same major version: compatible). The string is static.
  */
@@ -260,3 +281,12 @@ const char *rankmig_last_error(void);
 #endif  // __cplusplus
 
 #endif  /* RANKMIG_H */
+
+/* A program compiled with this header starts the runtime through rankmig_init_v,
+ * with the header's version: a library that cannot serve it (another major version,
+ * an older minor version) refuses with RANKMIG_ERR_VERSION, naming both. (After the
+ * declarations, which it would rewrite; guarded apart.) */
+#ifndef RANKMIG_INIT_CHECKS_VERSION
+#define RANKMIG_INIT_CHECKS_VERSION
+#define rankmig_init(comm) rankmig_init_v((comm), RANKMIG_VERSION_MAJOR, RANKMIG_VERSION_MINOR)
+#endif

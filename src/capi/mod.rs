@@ -45,7 +45,7 @@ use regions::{Region, Regions, SavedRegions};
 /// incompatible change of this interface raises it.
 pub const RANKMIG_VERSION_MAJOR: c_int = 1;
 /// The minor version: raised when the interface gains something.
-pub const RANKMIG_VERSION_MINOR: c_int = 1;
+pub const RANKMIG_VERSION_MINOR: c_int = 2;
 /// The patch version: raised by a fix that leaves the interface as it was.
 pub const RANKMIG_VERSION_PATCH: c_int = 0;
 
@@ -91,6 +91,12 @@ pub const RANKMIG_ERR_THREAD: c_int = -5;
 /// followed), not a regular file of this user with one link, shorter than the length
 /// recorded for it, or an I/O error. Since 1.1.
 pub const RANKMIG_ERR_FILE: c_int = -6;
+
+/// [`rankmig_init`] in a program compiled with a header this library cannot serve: of
+/// another major version, or of a newer minor version (the program may call what this
+/// library lacks). [`rankmig_last_error`] names both versions; nothing was started.
+/// Since 1.2.
+pub const RANKMIG_ERR_VERSION: c_int = -7;
 /// [`rankmig_checkpoint`]: this call replaced the job's communicator (a migration); the
 /// callbacks of [`rankmig_on_comm`] have run with the new one.
 pub const RANKMIG_COMM_CHANGED: c_int = 1;
@@ -242,6 +248,45 @@ fn mpi_is_initialised() -> bool {
     // SAFETY: MPI_Initialized may be called at any time.
     unsafe { mpi::ffi::MPI_Initialized(&mut flag) };
     flag != 0
+}
+
+/// Why a program compiled with the header of version `major.minor` cannot run with
+/// this library, if it cannot: another major version, or a newer minor version.
+fn header_refused(major: c_int, minor: c_int) -> Option<String> {
+    let library =
+        format!("{RANKMIG_VERSION_MAJOR}.{RANKMIG_VERSION_MINOR}.{RANKMIG_VERSION_PATCH}");
+    let why = if major != RANKMIG_VERSION_MAJOR {
+        "another major version"
+    } else if minor > RANKMIG_VERSION_MINOR {
+        "a newer interface than this library's"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "this program was compiled with the rankmig header {major}.{minor} and runs with the library {library} (librankmig.so.{RANKMIG_VERSION_MAJOR}): {why}; rebuild it against the library it runs with, or put that library's directory first in LD_LIBRARY_PATH"
+    ))
+}
+
+/// [`rankmig_init`] of a program compiled with the header of version
+/// `header_major.header_minor`: the header's `rankmig_init(comm)` is a macro that calls
+/// this with its `RANKMIG_VERSION_MAJOR` and `RANKMIG_VERSION_MINOR`, so that a program
+/// run with a library that cannot serve it is told so before anything starts:
+/// [`RANKMIG_ERR_VERSION`], on every process alike (no collective is made). Since 1.2;
+/// programs compiled before call [`rankmig_init`] itself, unchecked.
+///
+/// # Safety
+/// As [`rankmig_init`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rankmig_init_v(
+    comm: *mut MPI_Comm,
+    header_major: c_int,
+    header_minor: c_int,
+) -> c_int {
+    if let Some(why) = header_refused(header_major, header_minor) {
+        return call(|| Err(CallError(RANKMIG_ERR_VERSION, why)));
+    }
+    // SAFETY: the caller's guarantee on `comm`.
+    unsafe { rankmig_init(comm) }
 }
 
 /// Starts the runtime; call it after `MPI_Init`, on every process of `MPI_COMM_WORLD`
@@ -618,7 +663,7 @@ pub extern "C" fn rankmig_finalize() -> c_int {
     })
 }
 
-/// The library's version, `MAJOR.MINOR.PATCH` (`"1.1.0"`): the version of the library
+/// The library's version, `MAJOR.MINOR.PATCH` (`"1.2.0"`): the version of the library
 /// the program runs with, which may differ from the `RANKMIG_VERSION_*` of the header
 /// it was compiled with (same major version: compatible). The string is static.
 #[unsafe(no_mangle)]

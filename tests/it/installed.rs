@@ -496,6 +496,77 @@ fn a_moved_prefix_builds_a_c_program_that_runs_with_its_library() {
     assert!(!stderr.contains(LIBRARY_WARNING), "{stderr}");
 }
 
+/// The header's version is checked against the library's at `rankmig_init`: the C
+/// ring built with the installed header runs (its `rankmig_init` is the header's macro
+/// calling `rankmig_init_v` with the header's version), and the same ring built with a
+/// copy of that header saying a newer minor version (1.99) or another major version
+/// (2.0), linked with the same library, stops at `rankmig_init` with the error naming
+/// both versions.
+#[test]
+fn a_program_compiled_with_a_header_the_library_cannot_serve_is_refused_at_init() {
+    let _lock = mpi_lock();
+    let prefix = crate::support::prefix::library_prefix();
+    let dir = tempfile::tempdir().expect("work dir");
+    let header = fs::read_to_string(prefix.join("include/rankmig.h")).expect("installed header");
+    let library = env!("CARGO_PKG_VERSION");
+    let (major, minor) = (
+        env!("CARGO_PKG_VERSION_MAJOR"),
+        env!("CARGO_PKG_VERSION_MINOR"),
+    );
+    let define = |part: &str, value: &str| format!("#define RANKMIG_VERSION_{part} {value}\n");
+    assert!(header.contains(&define("MINOR", minor)), "{header}");
+    let env = [(
+        "RANKMIG_CKPT_DIR".to_owned(),
+        dir.path().join("ckpt").display().to_string(),
+    )];
+    let ring = |include: Option<&Path>, exe: &Path| -> Output {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/ring.c");
+        let mut build = Command::new("mpicc");
+        if let Some(include) = include {
+            build.arg("-I").arg(include);
+        }
+        build
+            .arg("-O2")
+            .args(pkg_config_of(prefix, &["--cflags", "rankmig"]))
+            .arg(&source)
+            .arg("-o")
+            .arg(exe)
+            .args(pkg_config_of(prefix, &["--libs", "rankmig"]));
+        run(build, "mpicc tests/c/ring.c");
+        plain_launch_with(2, exe, &["--size", "64", "--iters", "20"], &env)
+            .output()
+            .expect("mpirun runs")
+    };
+    let same = ring(None, &dir.path().join("ring-same"));
+    assert!(
+        same.status.success(),
+        "the installed header: {}",
+        String::from_utf8_lossy(&same.stderr)
+    );
+    let newer = [
+        ("1.99", define("MINOR", minor), define("MINOR", "99")),
+        ("2.0", define("MAJOR", major), define("MAJOR", "2")),
+    ];
+    for (said, from, to) in newer {
+        let include = dir.path().join(format!("include-{said}"));
+        fs::create_dir_all(&include).expect("include dir");
+        let mut text = header.replace(&from, &to);
+        if said == "2.0" {
+            text = text.replace(&define("MINOR", minor), &define("MINOR", "0"));
+        }
+        fs::write(include.join("rankmig.h"), text).expect("header copy");
+        let out = ring(Some(&include), &dir.path().join(format!("ring-{said}")));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "header {said} ran: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "ring-c: rankmig_init: this program was compiled with the rankmig header {said} and runs with the library {library}"
+            )),
+            "header {said}: {stderr}"
+        );
+    }
+}
+
 /// Another Open MPI 4.1 library of the same soname (`libmpi.so.40`) put first by
 /// `LD_LIBRARY_PATH`, as a module does, wins over the run path: the ring built from the
 /// prefix runs with it, under that MPI's `mpirun`, and `rankmig_init` warns on each
