@@ -121,8 +121,12 @@ impl Launcher for Srun {
         out
     }
 
-    /// `srun --overlap --mpi=TYPE --cpu-bind=none -n N --distribution=arbitrary` with
-    /// `SLURM_HOSTFILE` (multi-host mode), the user's options, the program; the MPI's
+    /// `srun --overlap --mpi=TYPE --kill-on-bad-exit=1 --cpu-bind=none -n N
+    /// --distribution=arbitrary` with `SLURM_HOSTFILE` (multi-host mode), the user's
+    /// options, the program. `--kill-on-bad-exit=1`: a rank killed or failed ends the
+    /// step, as `mpirun` ends its job (srun's default, unless the site's `KillOnBadExit`
+    /// says otherwise, leaves the other ranks waiting for it in MPI until the stall
+    /// watch stops them; measured here: 60 s lost before the restart). The MPI's
     /// own launch variables (MPICH: non-collective finalize, yielding polls) and the
     /// ranks' variables through srun's environment. TYPE is
     /// [`Srun::default_pmi`] unless the user's options give `--mpi`.
@@ -131,6 +135,13 @@ impl Launcher for Srun {
         cmd.arg("--overlap");
         if !job.user_args.iter().any(|a| a.starts_with("--mpi")) {
             cmd.arg(format!("--mpi={}", self.default_pmi()));
+        }
+        if !job
+            .user_args
+            .iter()
+            .any(|a| a.starts_with("--kill-on-bad-exit") || a == "-K")
+        {
+            cmd.arg("--kill-on-bad-exit=1");
         }
         cmd.args(["--cpu-bind=none", "-n", &job.placement.len().to_string()]);
         if let Some(hostfile) = job.hostfile {

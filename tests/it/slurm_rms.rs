@@ -728,3 +728,70 @@ fn srun_starts_the_job_as_a_step_and_a_drain_moves_ranks_by_a_new_step() {
     );
     support::assert_same_as_plain_run(&out, 6, &program, &["--size", "96"], &[]);
 }
+
+/// Under `rankmig run --launcher srun` (MPICH, PMI-2), a rank SIGKILLed ends the job
+/// step; `--auto-restart 1` starts the job again as a new step from the last committed
+/// checkpoint: every rank's process is new, no MPI launcher runs at any time (the
+/// ranks' parents are `slurmstepd`), the restart is said, and the result is a plain
+/// run's.
+#[test]
+fn srun_restarts_the_job_as_a_new_step_after_a_killed_rank() {
+    if slurm_conf().is_none() {
+        return;
+    }
+    if support::mpi() != rankmig::launcher::MpiImplementation::Mpich {
+        support::skip::not_for_this_mpi(
+            "under srun only MPICH (pmi2) is run here: the emulated Slurm has no PMIx directory per node for Open MPI",
+        );
+        return;
+    }
+    let _lock = slurm_lock();
+    let program = jacobi().to_path_buf();
+    let job = SlurmJob::start_program(
+        &["-N", "2", "--ntasks-per-node", "2"],
+        (4, "96"),
+        &[
+            "--launcher",
+            "srun",
+            "--rms",
+            "slurm",
+            "--auto-restart",
+            "1",
+        ],
+        &program,
+        &[("RANKMIG_CKPT_SECONDS", "2")],
+    );
+    let ranks = || job_hosts_of(&job.run_dir(), &program);
+    wait_until("the 4 ranks", Duration::from_secs(120), || {
+        job.run_dir().join("iterations/rank-0.csv").exists() && ranks().len() == 4
+    });
+    let ckpt = job.run_dir().join("ckpt");
+    wait_until("a complete checkpoint", Duration::from_secs(120), || {
+        support::has_committed_epoch(&ckpt)
+    });
+    let before: Vec<u32> = ranks().into_keys().collect();
+    assert!(
+        mpi_launcher_processes().is_empty(),
+        "{:?}",
+        mpi_launcher_processes()
+    );
+    // SAFETY: kill(2) on a rank process of the job.
+    unsafe { libc::kill(before[1] as i32, libc::SIGKILL) };
+    wait_until("4 new rank processes", Duration::from_secs(180), || {
+        let now = ranks();
+        now.len() == 4 && now.keys().all(|pid| !before.contains(pid))
+    });
+    let launchers = mpi_launcher_processes();
+    assert!(launchers.is_empty(), "after the restart: {launchers:?}");
+    for pid in ranks().keys() {
+        assert_eq!(
+            parent_name(*pid).as_deref(),
+            Some("slurmstepd"),
+            "rank process {pid}"
+        );
+    }
+    let out = job.finish();
+    let err = stderr(&out);
+    assert!(err.contains("restarted from checkpoint epoch"), "{err}");
+    support::assert_same_as_plain_run(&out, 4, &program, &["--size", "96"], &[]);
+}
