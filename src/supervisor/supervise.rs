@@ -218,7 +218,10 @@ fn not_restartable(
 
 /// Launches, and launches again from the newest checkpoint each time the ranks ask for
 /// it ([`RELAUNCH_REQUEST`]: a migration the MPI implementation could not carry out by
-/// spawning, or a spawn that hung).
+/// spawning, or a spawn that hung) or the stall watch stopped the job. After a stall
+/// the hosts of the allocation are probed first: a host that died without its
+/// launcher saying so (under srun, a node whose step daemon was killed with its ranks)
+/// stalls the job, and must not be launched on again.
 fn launch_until_done(
     spec: &mut RunSpec,
     kind: LaunchKind,
@@ -236,6 +239,9 @@ fn launch_until_done(
             "relaunching the job from its newest complete checkpoint, placed for the current availability ({})",
             why.trim()
         );
+        if why.starts_with(STALL_REASON) {
+            leave_lost_hosts_out(spec, &outcome.lost_hosts)?;
+        }
         outcome = launch_shared(spec, LaunchKind::Relaunch, shared)?;
     }
     if let Some(misplaced) = outcome.misplaced {
@@ -642,7 +648,26 @@ impl SpawnWatch {
 fn relaunch_after_stall(run_dir: &Path, stall: &Stall) {
     log::warn!("{stall}: stopping the job");
     stall_watch::record(run_dir, stall);
-    request_relaunch(run_dir, &format!("stall: {stall}"));
+    request_relaunch(run_dir, &format!("{STALL_REASON}{stall}"));
+}
+
+/// How the reason of a relaunch after a stall starts.
+const STALL_REASON: &str = "stall: ";
+
+/// Before a relaunch after a stall: the hosts of the allocation that do not answer a
+/// probe (or, with probing off, that the launcher `reported` lost) leave the job, said.
+fn leave_lost_hosts_out(spec: &mut RunSpec, reported: &[String]) -> Result<(), LaunchError> {
+    let probe = HostProbe::from_env(spec.launcher());
+    let lost = newly_lost(spec, reported, &probe);
+    if lost.is_empty() {
+        return Ok(());
+    }
+    log::warn!(
+        "host(s) {} lost (no answer to a probe): relaunching without them",
+        lost.join(", ")
+    );
+    spec.lost_hosts.extend(lost);
+    save_spec(spec)
 }
 
 /// Stops the launcher `pid` with `signal`, so it ends its daemons and ranks itself
