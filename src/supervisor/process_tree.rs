@@ -27,15 +27,34 @@ pub fn descendants(pid: u32) -> Vec<u32> {
 
 /// Pids whose parent is `ppid`, from `/proc`.
 pub fn children_of(ppid: u32) -> Vec<u32> {
+    processes_where(|p| p.parent == ppid)
+}
+
+/// What `/proc/PID/stat` says of a process, in part.
+struct ProcessStat {
+    /// Its state letter (`R`, `S`, `T`, `Z`, ...).
+    state: char,
+    parent: u32,
+    group: u32,
+}
+
+/// The pids of `/proc` whose stat satisfies `keep`.
+fn processes_where(keep: impl Fn(&ProcessStat) -> bool) -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     rd.filter_map(|e| {
         let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let after = &stat[stat.rfind(')')? + 1..];
-        let parent: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
-        (parent == ppid).then_some(pid)
+        // After the command name (in parentheses, which may hold spaces): state, parent,
+        // process group.
+        let mut after = stat[stat.rfind(')')? + 1..].split_whitespace();
+        let fields = ProcessStat {
+            state: after.next()?.chars().next()?,
+            parent: after.next()?.parse().ok()?,
+            group: after.next()?.parse().ok()?,
+        };
+        keep(&fields).then_some(pid)
     })
     .collect()
 }
@@ -64,18 +83,7 @@ pub fn end_group(pgid: u32, patience: std::time::Duration) -> Vec<u32> {
 
 /// Pids of the process group `pgid` that are not zombies, from `/proc`.
 pub fn running_in_group(pgid: u32) -> Vec<u32> {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.filter_map(|e| {
-        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let mut after = stat[stat.rfind(')')? + 1..].split_whitespace();
-        let state = after.next()?;
-        let group: u32 = after.nth(1)?.parse().ok()?;
-        (group == pgid && state != "Z" && state != "X").then_some(pid)
-    })
-    .collect()
+    processes_where(|p| p.group == pgid && !matches!(p.state, 'Z' | 'X'))
 }
 
 #[cfg(test)]

@@ -154,6 +154,26 @@ fn wait_for_the_move(run: &Path, clock: &std::cell::RefCell<JobClock>, what: &st
     }
 }
 
+/// The watch's options of the hog tests: [`WINDOW`] and [`COOLDOWN`].
+fn hog_test_settings() -> [String; 4] {
+    [
+        "--contention-window".to_owned(),
+        WINDOW.to_string(),
+        "--contention-cooldown".to_owned(),
+        COOLDOWN.to_string(),
+    ]
+}
+
+/// The job of `d` ended (`out`) with a plain run's result, the plain run checkpointing
+/// into `d/plain-ckpt`.
+fn assert_result_of_a_plain_run(out: &std::process::Output, d: &Path) {
+    let env = [(
+        "RANKMIG_CKPT_DIR".to_owned(),
+        d.join("plain-ckpt").display().to_string(),
+    )];
+    support::assert_same_as_boosted_plain_run(out, 2, program(), &ARGS, &env);
+}
+
 /// The records of the run directory.
 fn records(run: &Path) -> Vec<serde_json::Value> {
     rankmig::run_dir::record::read_reconfigurations(run)
@@ -242,13 +262,8 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_node_live() {
     let d = dir.path();
     let run = d.join("run");
     let stop = d.join("stop");
-    let (window, cooldown) = (WINDOW.to_string(), COOLDOWN.to_string());
-    let settings = [
-        "--contention-window",
-        window.as_str(),
-        "--contention-cooldown",
-        cooldown.as_str(),
-    ];
+    let settings = hog_test_settings();
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
     let job = start(d, &stop, &settings);
     let clock = std::cell::RefCell::new(JobClock::new(&run));
     wait_until("12 s of the job alone", Duration::from_secs(600), || {
@@ -294,11 +309,7 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_node_live() {
     );
     let all = records(&run);
     assert!(all.len() <= 3, "at most 3 reconfigurations: {all:?}");
-    let env = [(
-        "RANKMIG_CKPT_DIR".to_owned(),
-        d.join("plain-ckpt").display().to_string(),
-    )];
-    support::assert_same_as_boosted_plain_run(&out, 2, program(), &ARGS, &env);
+    assert_result_of_a_plain_run(&out, d);
 }
 
 /// Issue 55's test of the watch judging ranks: on logical nodes of 4 cores (`n1 4`,
@@ -314,13 +325,8 @@ fn one_hog_on_one_core_of_a_four_core_node_moves_that_cores_rank_and_none_goes_b
     let d = dir.path();
     let run = d.join("run");
     let stop = d.join("stop");
-    let (window, cooldown) = (WINDOW.to_string(), COOLDOWN.to_string());
-    let settings = [
-        "--contention-window",
-        window.as_str(),
-        "--contention-cooldown",
-        cooldown.as_str(),
-    ];
+    let settings = hog_test_settings();
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
     let job = start_on(d, &stop, "n1 4\nn2 2\n", &settings);
     let root = job.0.as_ref().expect("running").id();
     let clock = std::cell::RefCell::new(JobClock::new(&run));
@@ -391,11 +397,7 @@ fn one_hog_on_one_core_of_a_four_core_node_moves_that_cores_rank_and_none_goes_b
     drop(hogs);
     fs::write(&stop, "").expect("stop file");
     let out = job.finish().expect("rankmig run ends");
-    let env = [(
-        "RANKMIG_CKPT_DIR".to_owned(),
-        d.join("plain-ckpt").display().to_string(),
-    )];
-    support::assert_same_as_boosted_plain_run(&out, 2, program(), &ARGS, &env);
+    assert_result_of_a_plain_run(&out, d);
 }
 
 /// After a move seen at job time `moved_at`, with the hogs stopped: waits until the
@@ -569,11 +571,7 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_emulated_host_live() {
     drop(hogs);
     fs::write(&stop, "").expect("stop file");
     let out = job.finish().expect("rankmig run ends");
-    let env = [(
-        "RANKMIG_CKPT_DIR".to_owned(),
-        d.join("plain-ckpt").display().to_string(),
-    )];
-    support::assert_same_as_boosted_plain_run(&out, 2, program(), &ARGS, &env);
+    assert_result_of_a_plain_run(&out, d);
 }
 
 /// Rank `rank`'s live process below `root` (its latest in processes.csv), with its host

@@ -430,8 +430,16 @@ const LIBRARY_WARNING: &str = "the MPI library loaded is not the one rankmig was
 /// `tests/c/ring.c` built with `mpicc` and the flags of `pkg-config` on `prefix` into
 /// `exe`.
 fn build_ring(prefix: &Path, exe: &Path) {
+    build_ring_with(prefix, None, exe);
+}
+
+/// [`build_ring`] with the headers of `include` found first, when given.
+fn build_ring_with(prefix: &Path, include: Option<&Path>, exe: &Path) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/ring.c");
     let mut build = Command::new("mpicc");
+    if let Some(include) = include {
+        build.arg("-I").arg(include);
+    }
     build
         .arg("-O2")
         .args(pkg_config_of(prefix, &["--cflags", "rankmig"]))
@@ -520,19 +528,7 @@ fn a_program_compiled_with_a_header_the_library_cannot_serve_is_refused_at_init(
         dir.path().join("ckpt").display().to_string(),
     )];
     let ring = |include: Option<&Path>, exe: &Path| -> Output {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/ring.c");
-        let mut build = Command::new("mpicc");
-        if let Some(include) = include {
-            build.arg("-I").arg(include);
-        }
-        build
-            .arg("-O2")
-            .args(pkg_config_of(prefix, &["--cflags", "rankmig"]))
-            .arg(&source)
-            .arg("-o")
-            .arg(exe)
-            .args(pkg_config_of(prefix, &["--libs", "rankmig"]));
-        run(build, "mpicc tests/c/ring.c");
+        build_ring_with(prefix, include, exe);
         plain_launch_with(2, exe, &["--size", "64", "--iters", "20"], &env)
             .output()
             .expect("mpirun runs")
