@@ -12,6 +12,7 @@ use super::config::{CheckpointConfig, Interval};
 use super::epoch::{self, CommitMarker};
 use super::error::CheckpointError;
 use super::job_dir;
+use super::payload;
 use super::restore::{self, LocalFinder};
 use super::storage::{self, FORMAT_VERSION, FileHeader, HEADER_LEN};
 use super::thread_owner::ThreadOwner;
@@ -260,25 +261,66 @@ impl<C: Collective> CheckpointContext<C> {
 
     /// Restores the newest epoch valid on every rank (see
     /// [`CheckpointContext::restore_or`]). Collective.
+    ///
+    /// The ranks agree on the newest epoch whose files' headers check everywhere; each
+    /// then reads, decodes and verifies its file in one pass ([`payload::load`]: large
+    /// blocks such as [`super::bulk`] vectors are read straight into their memory). If
+    /// that file is damaged or unreadable on some rank, every rank drops the epoch
+    /// and they agree on an older one; the state is returned only from a file whose
+    /// checksum verified.
     pub fn restore<T: DeserializeOwned>(&mut self) -> Result<T, CheckpointError> {
         let dir = self.epochs_dir.clone();
         let (rank, ranks) = (self.coll.rank(), self.coll.size());
         let finder = LocalFinder::new(&dir, &self.config.job, rank, ranks);
         let mut finder = restore::agree(&self.coll, finder, "list the checkpoint directory", &dir)?;
-        let agreed = restore::agree_on_epoch(&self.coll, &mut finder, &dir);
-        self.notes = std::mem::take(&mut finder.notes);
-        let unreadable = finder.skipped_unreadable;
-        let cand = agreed.map_err(|e| self.explain_missing_checkpoint(e))?;
-        let state = bincode::deserialize::<T>(&cand.bytes[HEADER_LEN..]).map_err(|source| {
-            CheckpointError::Serde {
-                path: cand.path.clone(),
-                source,
+        let mut bound = u64::MAX;
+        let (epoch, calls, state) = loop {
+            let agreed = restore::agree_on_epoch_at_most(&self.coll, &mut finder, &dir, bound);
+            let cand = match agreed {
+                Ok(cand) => cand,
+                Err(e) => {
+                    self.notes = std::mem::take(&mut finder.notes);
+                    return Err(self.explain_missing_checkpoint(e));
+                }
+            };
+            let (epoch, calls) = (cand.epoch, cand.header.calls);
+            let loaded = payload::load::<T>(cand.file, &cand.header, &cand.path);
+            // Damaged or unreadable here: skip the epoch. Anything else (a payload
+            // that verifies but does not decode as a T): fail on every rank.
+            let skip_here =
+                matches!(&loaded, Err(e) if !matches!(e, CheckpointError::Serde { .. }));
+            let failed_here = matches!(&loaded, Err(CheckpointError::Serde { .. }));
+            let mut a = [
+                u64::from(skip_here),
+                u64::from(failed_here) * (u64::from(rank) + 1),
+            ];
+            self.coll.all_max(&mut a);
+            if a[1] != 0 {
+                self.notes = std::mem::take(&mut finder.notes);
+                loaded?;
+                return Err(CheckpointError::OtherRank {
+                    rank: a[1] - 1,
+                    what: "decode the checkpoint",
+                    dir,
+                });
             }
-        });
-        let state = restore::agree(&self.coll, state, "decode the checkpoint", &dir)?;
-        self.discard_newer(cand.epoch, unreadable)?;
-        self.restored = Some(cand.epoch);
-        self.calls = cand.header.calls;
+            if a[0] != 0 {
+                if let Err(e) = &loaded {
+                    finder.reject(epoch, e);
+                }
+                bound = epoch.saturating_sub(1);
+                continue;
+            }
+            match loaded {
+                Ok(state) => break (epoch, calls, state),
+                // Not reached: an error here was counted above.
+                Err(e) => return Err(e),
+            }
+        };
+        self.notes = std::mem::take(&mut finder.notes);
+        self.discard_newer(epoch, finder.skipped_unreadable)?;
+        self.restored = Some(epoch);
+        self.calls = calls;
         self.last_save_call = self.calls;
         self.last_save_time = Instant::now();
         self.rate_sample = None;

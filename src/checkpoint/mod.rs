@@ -93,6 +93,7 @@ pub mod inspect;
 pub mod job_dir;
 #[cfg(feature = "mpi")]
 pub mod mpi_collective;
+pub mod payload;
 pub mod restore;
 pub mod storage;
 pub mod thread_owner;

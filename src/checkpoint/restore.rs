@@ -7,15 +7,17 @@ use super::epoch::{self, EpochEntry};
 use super::error::CheckpointError;
 use super::storage::{self, Expected, FileHeader};
 
-/// A verified file of this rank, kept in memory until the ranks agree.
+/// A file of this rank whose header, identity and size check, kept open until the
+/// ranks agree; its payload is read, decoded and verified afterwards, in one pass
+/// ([`super::payload::load`]).
 #[derive(Debug)]
 pub struct Candidate {
     /// Epoch number.
     pub epoch: u64,
     /// Header of the file.
     pub header: FileHeader,
-    /// Whole file content; the payload starts at [`storage::HEADER_LEN`].
-    pub bytes: Vec<u8>,
+    /// The open file, positioned at the first byte of its payload.
+    pub file: std::fs::File,
     /// Path of the file, for messages.
     pub path: std::path::PathBuf,
 }
@@ -58,7 +60,9 @@ impl<'a> LocalFinder<'a> {
         })
     }
 
-    /// The newest committed epoch `<= bound` whose file verifies here (0 if none).
+    /// The newest committed epoch `<= bound` whose file's header, identity and size
+    /// check here (0 if none); its payload is verified when it is read
+    /// ([`LocalFinder::reject`] drops it if that fails).
     ///
     /// Damaged or missing files and uncommitted epochs are skipped with a note; so are
     /// unreadable or untrusted ones (an I/O error, a link, a FIFO), which also set
@@ -92,23 +96,37 @@ impl<'a> LocalFinder<'a> {
                     return Ok(epoch);
                 }
                 Err(e @ CheckpointError::Refused { .. }) => return Err(e),
-                Err(e) if e.is_corruption() || is_missing(&e) => self
-                    .notes
-                    .push(format!("skipped epoch {}: {e}", entry.epoch)),
-                Err(e) => {
-                    self.skipped_unreadable = true;
-                    self.notes.push(format!(
-                        "skipped epoch {} (unreadable, not damaged: kept): {e}",
-                        entry.epoch
-                    ));
-                }
+                Err(e) => self.skip(entry.epoch, &e),
             }
         }
         Ok(0)
     }
 
-    /// The verified file of this rank in `entry`; `None` when the epoch is another
-    /// job's (a directory shared by two jobs: each restores its own newest epoch).
+    /// Notes why `epoch` was skipped: damaged or missing, or unreadable (then
+    /// [`LocalFinder::skipped_unreadable`] is set, so that nothing is discarded).
+    fn skip(&mut self, epoch: u64, e: &CheckpointError) {
+        if e.is_corruption() || is_missing(e) {
+            self.notes.push(format!("skipped epoch {epoch}: {e}"));
+        } else {
+            self.skipped_unreadable = true;
+            self.notes.push(format!(
+                "skipped epoch {epoch} (unreadable, not damaged: kept): {e}"
+            ));
+        }
+    }
+
+    /// Drops the candidate of `epoch`, whose payload failed to read or verify here
+    /// with `e` (damaged, or unreadable), noting why as [`LocalFinder::best_at_most`]
+    /// does for a header.
+    pub fn reject(&mut self, epoch: u64, e: &CheckpointError) {
+        if self.candidate.as_ref().is_some_and(|c| c.epoch == epoch) {
+            self.candidate = None;
+        }
+        self.skip(epoch, e);
+    }
+
+    /// The file of this rank in `entry`, its header checked; `None` when the epoch is
+    /// another job's (a directory shared by two jobs: each restores its own newest epoch).
     fn try_epoch(&self, entry: &EpochEntry) -> Result<Option<Candidate>, CheckpointError> {
         let marker_path = entry.path.join(epoch::COMMIT_MARKER);
         let marker = entry.marker()?.ok_or_else(|| {
@@ -120,7 +138,7 @@ impl<'a> LocalFinder<'a> {
         }
         marker.check(self.job, self.ranks, &marker_path)?;
         let path = entry.rank_file(self.rank);
-        let (header, bytes) = storage::read_verified(&path)?;
+        let (file, header) = storage::open_checked(&path)?;
         let want = Expected {
             job: self.job,
             rank: self.rank,
@@ -131,7 +149,7 @@ impl<'a> LocalFinder<'a> {
         Ok(Some(Candidate {
             epoch: entry.epoch,
             header,
-            bytes,
+            file,
             path,
         }))
     }
@@ -173,17 +191,28 @@ pub fn agree<T, C: Collective + ?Sized>(
     }
 }
 
-/// Agrees with the other ranks on the newest epoch that verifies on every rank.
-///
-/// Each round, every rank proposes its newest valid epoch at or below the bound; the
-/// minimum becomes the new bound until all proposals are equal. Returns the
-/// candidate of the agreed epoch.
+/// Agrees with the other ranks on the newest epoch whose file's header checks on every
+/// rank ([`agree_on_epoch_at_most`] with no bound).
 pub fn agree_on_epoch<C: Collective + ?Sized>(
     c: &C,
     finder: &mut LocalFinder,
     dir: &Path,
 ) -> Result<Candidate, CheckpointError> {
-    let mut bound = u64::MAX;
+    agree_on_epoch_at_most(c, finder, dir, u64::MAX)
+}
+
+/// Agrees with the other ranks on the newest epoch at or below `bound` whose file's
+/// header checks on every rank ([`LocalFinder::best_at_most`]).
+///
+/// Each round, every rank proposes its newest valid epoch at or below the bound; the
+/// minimum becomes the new bound until all proposals are equal. Returns the
+/// candidate of the agreed epoch.
+pub fn agree_on_epoch_at_most<C: Collective + ?Sized>(
+    c: &C,
+    finder: &mut LocalFinder,
+    dir: &Path,
+    mut bound: u64,
+) -> Result<Candidate, CheckpointError> {
     loop {
         let local = finder.best_at_most(bound);
         let v = *local.as_ref().unwrap_or(&0);

@@ -288,6 +288,23 @@ pub fn read_verified(path: &Path) -> Result<(FileHeader, Vec<u8>), CheckpointErr
     Ok((header, bytes))
 }
 
+/// Opens a checkpoint file for a restore: reads and checks its header and checks that
+/// the file's size is the one the header announces, without reading the payload.
+/// Returns the open file, positioned at the payload's first byte (read it with
+/// [`super::payload::load`], which verifies the checksum), and the header.
+pub fn open_checked(path: &Path) -> Result<(File, FileHeader), CheckpointError> {
+    let (mut f, size) = open_own_file(path)?;
+    let (header, _) = read_header_from(&mut f, path)?;
+    let len = header.file_len();
+    if size != len {
+        return Err(CheckpointError::corrupt(
+            path,
+            format!("file is {size} bytes, header says {len}"),
+        ));
+    }
+    Ok((f, header))
+}
+
 /// Checks length and checksum of a file already in memory.
 pub fn verify_payload(h: &FileHeader, bytes: &[u8], path: &Path) -> Result<(), CheckpointError> {
     if bytes.len() as u64 != h.file_len() {
