@@ -5,7 +5,11 @@
 //!   `File::write_all` + `fsync` of 256 MiB;
 //! * what the application waits for at a save (serialisation into memory only);
 //! * read: restore (read, checksum, deserialise) against `fs::read` of the same
-//!   size (both from a warm page cache);
+//!   file (both from a warm page cache), in the same group: the state as a plain
+//!   `Vec<f64>` (serde decodes it value by value), as a `checkpoint::bulk` vector and
+//!   as a block of bytes (`serde_bytes`, as a C program's registered region), the
+//!   last two read straight into their memory; and against a read of the file into
+//!   fresh memory advised huge pages, as a restore reads large blocks;
 //! * the `checkpoint!` call that does not save;
 //! * a time-interval cycle (4 MiB state, a save every 200 ms, 20 µs of work per
 //!   iteration): the mean cost of a `checkpoint!` call over saves, checks and commits,
@@ -18,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::hint::black_box;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -34,6 +38,18 @@ struct State {
     iter: u64,
     data: Vec<f64>,
 }
+
+/// The same state with its vector as one block (`checkpoint::bulk`).
+#[derive(Serialize, Deserialize)]
+struct BulkState {
+    iter: u64,
+    #[serde(with = "rankmig::checkpoint::bulk")]
+    data: Vec<f64>,
+}
+
+/// Named blocks of bytes, as the C interface saves registered regions.
+#[derive(Serialize, Deserialize)]
+struct Regions(Vec<(String, serde_bytes::ByteBuf)>);
 
 fn big_state() -> State {
     State {
@@ -152,13 +168,14 @@ fn bench_write(c: &mut Criterion, state: &State) {
     g.finish();
 }
 
-fn bench_read(c: &mut Criterion, state: &State) {
-    let tmp = bench_dir();
-    let dir = tmp.path().join("ckpt");
-    let cfg = CheckpointConfig::new(&dir)
-        .job("bench")
-        .every(u64::MAX)
-        .keep(1);
+/// Saves `state` as job `job` under `dir`; returns the rank file written and a
+/// context that restores it.
+fn saved<T: Serialize>(
+    dir: &Path,
+    job: &str,
+    state: &T,
+) -> (PathBuf, CheckpointContext<LocalCollective>) {
+    let cfg = CheckpointConfig::new(dir).job(job).every(u64::MAX).keep(1);
     let mut ctx = CheckpointContext::new(cfg.clone(), LocalCollective).expect("context");
     ctx.save_now(state).expect("save");
     ctx.finalize().expect("commit");
@@ -167,8 +184,26 @@ fn bench_read(c: &mut Criterion, state: &State) {
         .epochs_dir()
         .join(rankmig::checkpoint::epoch::epoch_dir_name(epoch))
         .join(rankmig::checkpoint::epoch::rank_file_name(0));
-    let mut restarting =
-        CheckpointContext::new(cfg.restart(true), LocalCollective).expect("context");
+    let restarting = CheckpointContext::new(cfg.restart(true), LocalCollective).expect("context");
+    (file, restarting)
+}
+
+fn bench_read(c: &mut Criterion, state: State) {
+    let tmp = bench_dir();
+    let dir = tmp.path().join("ckpt");
+    let (file, mut plain) = saved(&dir, "bench", &state);
+    let state = BulkState {
+        iter: state.iter,
+        data: state.data,
+    };
+    let (_, mut bulk) = saved(&dir, "bulk", &state);
+    let bytes = Regions(vec![(
+        "grid".to_owned(),
+        serde_bytes::ByteBuf::from(bytemuck::cast_slice::<f64, u8>(&state.data).to_vec()),
+    )]);
+    drop(state);
+    let (_, mut regions) = saved(&dir, "bytes", &bytes);
+    drop(bytes);
     let mut g = big_group(c, "read_256MiB");
     g.bench_function("baseline_fs_read", |b| {
         b.iter_custom(|n| {
@@ -182,6 +217,25 @@ fn bench_read(c: &mut Criterion, state: &State) {
             )
         })
     });
+    // The same read into memory advised huge pages, as a restore reads large blocks:
+    // what is left of the difference is the restore's own work.
+    g.bench_function("baseline_read_huge_pages", |b| {
+        b.iter_custom(|n| {
+            timed(
+                "read baseline (huge pages)",
+                n,
+                || {},
+                || {
+                    let mut f = File::open(&file).expect("open");
+                    let len = f.metadata().expect("stat").len();
+                    let mut v = vec![0u8; usize::try_from(len).expect("size")];
+                    rankmig::huge_pages::advise_capacity(&v);
+                    f.read_exact(&mut v).expect("read");
+                    black_box(v);
+                },
+            )
+        })
+    });
     g.bench_function("checkpoint_restore", |b| {
         b.iter_custom(|n| {
             timed(
@@ -189,7 +243,33 @@ fn bench_read(c: &mut Criterion, state: &State) {
                 n,
                 || {},
                 || {
-                    let s: State = restarting.restore().expect("restore");
+                    let s: State = plain.restore().expect("restore");
+                    black_box(s);
+                },
+            )
+        })
+    });
+    g.bench_function("checkpoint_restore_bulk", |b| {
+        b.iter_custom(|n| {
+            timed(
+                "read restore (bulk)",
+                n,
+                || {},
+                || {
+                    let s: BulkState = bulk.restore().expect("restore");
+                    black_box(s);
+                },
+            )
+        })
+    });
+    g.bench_function("checkpoint_restore_bytes", |b| {
+        b.iter_custom(|n| {
+            timed(
+                "read restore (bytes)",
+                n,
+                || {},
+                || {
+                    let s: Regions = regions.restore().expect("restore");
                     black_box(s);
                 },
             )
@@ -295,11 +375,13 @@ fn summary() {
     let mb = STATE_BYTES as f64 / f64::from(1u32 << 20);
     let line = |name: &str, base: Option<&str>| {
         let Some(m) = median(name) else { return };
-        let ratio = base.and_then(median).map_or(String::new(), |b| {
-            format!("  {:>5.1}% of baseline throughput", 100.0 * b / m)
-        });
+        let ratio = base
+            .and_then(|base| Some((base, median(base)?)))
+            .map_or(String::new(), |(base, b)| {
+                format!("  {:>5.1}% of {base} throughput", 100.0 * b / m)
+            });
         println!(
-            "  {name:<24} median {:>10.3} ms  {:>8.0} MiB/s{ratio}",
+            "  {name:<26} median {:>10.3} ms  {:>8.0} MiB/s{ratio}",
             m * 1e3,
             mb / m
         );
@@ -310,14 +392,19 @@ fn summary() {
     line("save wait", None);
     line("read baseline", None);
     line("read restore", Some("read baseline"));
+    line("read restore (bulk)", Some("read baseline"));
+    line("read restore (bytes)", Some("read baseline"));
+    line("read baseline (huge pages)", None);
+    line("read restore (bulk)", Some("read baseline (huge pages)"));
+    line("read restore (bytes)", Some("read baseline (huge pages)"));
     for name in ["call (every N)", "call (time interval)", "call (cycle)"] {
         if let Some(m) = median(name) {
-            println!("  {name:<24} median {:>10.2} ns per call", m * 1e9);
+            println!("  {name:<26} median {:>10.2} ns per call", m * 1e9);
         }
     }
     if let Some(m) = median("commit after save") {
         println!(
-            "  {:<24} median {:>10.3} ms (cycle: 4 MiB every 200 ms)",
+            "  {:<26} median {:>10.3} ms (cycle: 4 MiB every 200 ms)",
             "commit after save",
             m * 1e3
         );
@@ -330,7 +417,7 @@ fn main() {
     bench_cycle(&mut c);
     let state = big_state();
     bench_write(&mut c, &state);
-    bench_read(&mut c, &state);
+    bench_read(&mut c, state);
     c.final_summary();
     summary();
 }
