@@ -50,6 +50,15 @@ write_config() {
     echo "SlurmdPidFile=$DIR/slurmd-%n.pid"
     echo "SlurmctldLogFile=$DIR/log/slurmctld.log"
     echo "SlurmdLogFile=$DIR/log/slurmd-%n.log"
+    # One PMIx directory per node (srun --mpi=pmix). Slurm's PMIx plugin makes the
+    # directory of a step's clients, spmix_appdir_UID_JOB.STEP, under TmpFS, which it
+    # expands with the node's name (%n); its own server directory, pmix.JOB.STEP, is
+    # under SlurmdSpoolDir (also %n). With the default TmpFS=/tmp every slurmd of this
+    # machine made the same /tmp/spmix_appdir_0_J.S, and the step failed on all nodes
+    # but the first ("File exists"). mpi.conf's PMIxCliTmpDirBase would not do: Slurm
+    # 22.05 takes it as written, the same for every node (pmixp_info.c). Nothing else
+    # reads TmpFS here (no job_container/tmpfs; it sets only the nodes' TmpDisk).
+    echo "TmpFS=$DIR/tmp-%n"
     echo "ProctrackType=proctrack/linuxproc"
     echo "TaskPlugin=task/none"
     echo "JobAcctGatherType=jobacct_gather/none"
@@ -89,7 +98,8 @@ start_munge() {
 
 # Starts the slurmd of node $1 in a UTS namespace named after it.
 start_node() {
-  mkdir -p "$DIR/spool-$1"
+  mkdir -p "$DIR/spool-$1" "$DIR/tmp-$1"
+  chmod 1777 "$DIR/tmp-$1"
   unshare --uts sh -c "hostname $1 && exec slurmd -f '$CONF' -N $1" ||
     die "slurmd of $1 did not start: see $DIR/log/slurmd-$1.log"
 }
@@ -139,7 +149,7 @@ stop() {
   # The state of jobs of an earlier start is not wanted by the next one, on the
   # controller nor on the nodes: job ids start again from 1, and a slurmd that kept the
   # credentials it revoked for an earlier job 1 would refuse the steps of the new one.
-  rm -rf "$DIR/state" "$DIR"/spool-*
+  rm -rf "$DIR/state" "$DIR"/spool-* "$DIR"/tmp-*
   [ "${1:-}" = quietly ] || echo "emulated_slurm: stopped" >&2
 }
 
