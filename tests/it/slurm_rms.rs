@@ -651,7 +651,8 @@ fn parent_name(pid: u32) -> Option<String> {
 /// its ranks by a new job step (none left there, 6 kept), and the job ends with exit 0
 /// and a plain run's checksum. With MPICH (`--mpi=pmi2`, `MPI_THREAD_MULTIPLE`) the
 /// new step holds the replacements, which join live (`migrated`); with Open MPI 4.1
-/// (`--mpi=pmix`) the job is relaunched from a checkpoint as a new step (`relaunch`).
+/// or 5 (`--mpi=pmix`, one PMIx directory per emulated node) the job is relaunched from
+/// a checkpoint as a new step (`relaunch`).
 /// (The C Jacobi built from the installed prefix with `-DJACOBI_THREAD_MULTIPLE` did
 /// the MPICH case by hand, but under this test harness its replacements'
 /// `MPI_Init_thread` failed in UCX's address exchange over PMI-2, `slurmstepd:
@@ -665,17 +666,11 @@ fn srun_starts_the_job_as_a_step_and_a_drain_moves_ranks_by_a_new_step() {
     // srun's TYPE, the first record's outcome, and what the job says of the move.
     let (pmi, outcome, move_said) = match support::mpi() {
         MpiImplementation::Mpich => ("pmi2", "migrated", "replacement process(es) with srun"),
-        MpiImplementation::OpenMpi4 => (
+        MpiImplementation::OpenMpi4 | MpiImplementation::OpenMpi5 => (
             "pmix",
             "relaunch",
             "relaunching the job from its newest complete checkpoint",
         ),
-        MpiImplementation::OpenMpi5 => {
-            support::skip::not_for_this_mpi(
-                "Open MPI 5 under srun --mpi=pmix is not tried here yet",
-            );
-            return;
-        }
     };
     let _lock = slurm_lock();
     // MPI_THREAD_MULTIPLE: the replacements of a migration start while the ranks
