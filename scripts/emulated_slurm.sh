@@ -12,6 +12,9 @@
 # state, spool and logs), RANKMIG_SLURM_NODES (default 4), RANKMIG_SLURM_CPUS (CPUs per
 # node, default 4), RANKMIG_SLURM_PORT (slurmctld's port, default 16817; node i listens on
 # 17000+i). Clients need SLURM_CONF=$RANKMIG_SLURM_DIR/slurm.conf (see `env`).
+# Each node has a directory of its own for Slurm's PMIx plugin (RANKMIG_SLURM_DIR/tmp-nI,
+# TmpFS in slurm.conf), so `srun --mpi=pmix` (Open MPI) runs across nodes as `srun
+# --mpi=pmi2` (MPICH) does; see write_config and docs/slurm.md.
 # Needs root (slurmd, namespaces) and the packages scripts/setup.sh installs.
 set -euo pipefail
 
@@ -58,6 +61,10 @@ write_config() {
     # but the first ("File exists"). mpi.conf's PMIxCliTmpDirBase would not do: Slurm
     # 22.05 takes it as written, the same for every node (pmixp_info.c). Nothing else
     # reads TmpFS here (no job_container/tmpfs; it sets only the nodes' TmpDisk).
+    # Checked with srun -N 2 -n 4 / -N 4 -n 8 --mpi=pmix of an MPI_Allreduce program:
+    # Debian's Open MPI 4.1.4, PyPI's 4.1.8 and 5.0.11 ran on n1..n4 (2026-11-29).
+    # slurmd logs "rmdir_recursive: could not open .../spmix_appdir_..." at each step's
+    # end: the directory is gone already (nothing is left in tmp-nI); harmless.
     echo "TmpFS=$DIR/tmp-%n"
     echo "ProctrackType=proctrack/linuxproc"
     echo "TaskPlugin=task/none"
@@ -113,6 +120,10 @@ start() {
     # restart would forget the jobs and hand out job ids again from 1.
     local missing=()
     for n in $(node_names); do pid_alive "$DIR/slurmd-$n.pid" || missing+=("$n"); done
+    # One started by this script before TmpFS was per node: srun --mpi=pmix fails on
+    # all nodes but one there ("File exists"). Not restarted here: others' jobs run on it.
+    grep -q '^TmpFS=' "$CONF" ||
+      echo "emulated_slurm: running without a PMIx directory per node (no TmpFS in $CONF): srun --mpi=pmix needs \`$0 stop\` and \`start\`" >&2
     if [ ${#missing[@]} = 0 ]; then
       echo "emulated_slurm: already running ($CONF)" >&2
       return
@@ -162,7 +173,7 @@ status)
   ;;
 env) echo "export SLURM_CONF=$CONF" ;;
 *)
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
   ;;
 esac

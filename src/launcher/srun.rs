@@ -15,6 +15,9 @@
 //!   ([`crate::run_dir::launch_request`]). An MPI that cannot join another step
 //!   ([`super::Capabilities::launch_replacements`] false: Open MPI) moves ranks by a
 //!   relaunch from a checkpoint, as a new step;
+//! - `srun --mpi=pmix` starts Open MPI's ranks (Debian's 4.1.4, PyPI's 4.1.8 and
+//!   5.0.11 checked) once each node's `slurmstepd` has a PMIx directory of its own
+//!   (Slurm makes it under `TmpFS`, per node on the emulated Slurm);
 //! - the ranks bind themselves ([`crate::run_dir::cpu_sets`] and the ranks' own
 //!   binding), so the step is started with `--cpu-bind=none`;
 //! - srun passes its whole environment to the tasks (`--export=ALL`, its default).
