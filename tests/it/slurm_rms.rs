@@ -617,11 +617,19 @@ const MPI_LAUNCHERS: [&str; 7] = [
     "prterun",
 ];
 
-/// The processes of this machine running one of [`MPI_LAUNCHERS`], by name.
-fn mpi_launcher_processes() -> Vec<String> {
+/// The processes of Slurm job `job_id` running one of [`MPI_LAUNCHERS`], by name: those
+/// with `SLURM_JOB_ID=job_id` in their environment (a launcher started inside `salloc`,
+/// or by `srun` in the job, has it). Other jobs' launchers are not counted: other tests,
+/// of this machine's other users too, run `mpirun` meanwhile.
+fn mpi_launcher_processes(job_id: &str) -> Vec<String> {
+    let marker = format!("SLURM_JOB_ID={job_id}");
     std::fs::read_dir("/proc")
         .expect("/proc")
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == marker.as_bytes()))
+        })
         .filter_map(|pid| support::process_name(pid).map(|name| format!("{name} ({pid})")))
         .filter(|p| {
             MPI_LAUNCHERS
@@ -685,7 +693,7 @@ fn srun_starts_the_job_as_a_step_and_a_drain_moves_ranks_by_a_new_step() {
     );
     let hosts = || support::per_host(&job_hosts_of(&job.run_dir(), &program));
     let no_launcher_and_stepd_parents = |when: &str| {
-        let launchers = mpi_launcher_processes();
+        let launchers = mpi_launcher_processes(&job.job_id());
         assert!(launchers.is_empty(), "{when}: {launchers:?}");
         for pid in job_hosts_of(&job.run_dir(), &program).keys() {
             let parent = parent_name(*pid);
