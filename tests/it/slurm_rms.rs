@@ -605,6 +605,12 @@ fn a_node_that_dies_under_no_kill_is_left_behind_by_auto_restart() {
     support::assert_same_as_plain_run(&out, 8, jacobi(), &["--size", SIZE], &[]);
 }
 
+/// What the srun tests set for the job: Open MPI's `ob1` messaging layer instead of
+/// UCX. Under srun (PMIx), PyPI's Open MPI 4.1.8 with UCX lost rank 0 to a SIGSEGV in 2
+/// of about 45 launches here (2026-11-29), none in 15 with `ob1`; the cause is not
+/// known. MPICH ignores the variable.
+const SRUN_TEST_ENV: [(&str, &str); 1] = [("OMPI_MCA_pml", "ob1")];
+
 /// The programs of an MPI's own process management, none of which may run when the job
 /// is started by `srun`.
 const MPI_LAUNCHERS: [&str; 7] = [
@@ -689,7 +695,7 @@ fn srun_starts_the_job_as_a_step_and_a_drain_moves_ranks_by_a_new_step() {
         (6, "96"),
         &["--launcher", "srun", "--rms", "slurm"],
         &program,
-        &[],
+        &SRUN_TEST_ENV,
     );
     let hosts = || support::per_host(&job_hosts_of(&job.run_dir(), &program));
     let no_launcher_and_stepd_parents = |when: &str| {
@@ -740,8 +746,8 @@ fn srun_starts_the_job_as_a_step_and_a_drain_moves_ranks_by_a_new_step() {
     support::assert_same_as_plain_run(&out, 6, &program, &["--size", "96"], &[]);
 }
 
-/// Under `rankmig run --launcher srun` (MPICH, PMI-2), a rank SIGKILLed ends the job
-/// step; `--auto-restart 1` starts the job again as a new step from the last committed
+/// Under `rankmig run --launcher srun` (MPICH with PMI-2, Open MPI with PMIx), a rank
+/// SIGKILLed ends the job step; `--auto-restart 1` starts the job again as a new step from the last committed
 /// checkpoint: every rank's process is new, no MPI launcher runs at any time (the
 /// ranks' parents are `slurmstepd`), the restart is said, and the result is a plain
 /// run's.
@@ -750,14 +756,10 @@ fn srun_restarts_the_job_as_a_new_step_after_a_killed_rank() {
     if slurm_conf().is_none() {
         return;
     }
-    if support::mpi() != rankmig::launcher::MpiImplementation::Mpich {
-        support::skip::not_for_this_mpi(
-            "under srun only MPICH (pmi2) is run here: the emulated Slurm has no PMIx directory per node for Open MPI",
-        );
-        return;
-    }
     let _lock = slurm_lock();
     let program = jacobi().to_path_buf();
+    let mut env = vec![("RANKMIG_CKPT_SECONDS", "2")];
+    env.extend(SRUN_TEST_ENV);
     let job = SlurmJob::start_program(
         &["-N", "2", "--ntasks-per-node", "2"],
         (4, "96"),
@@ -770,7 +772,7 @@ fn srun_restarts_the_job_as_a_new_step_after_a_killed_rank() {
             "1",
         ],
         &program,
-        &[("RANKMIG_CKPT_SECONDS", "2")],
+        &env,
     );
     let ranks = || job_hosts_of(&job.run_dir(), &program);
     wait_until("the 4 ranks", Duration::from_secs(120), || {
@@ -781,18 +783,15 @@ fn srun_restarts_the_job_as_a_new_step_after_a_killed_rank() {
         support::has_committed_epoch(&ckpt)
     });
     let before: Vec<u32> = ranks().into_keys().collect();
-    assert!(
-        mpi_launcher_processes().is_empty(),
-        "{:?}",
-        mpi_launcher_processes()
-    );
+    let launchers = mpi_launcher_processes(&job.job_id());
+    assert!(launchers.is_empty(), "at the start: {launchers:?}");
     // SAFETY: kill(2) on a rank process of the job.
     unsafe { libc::kill(before[1] as i32, libc::SIGKILL) };
     wait_until("4 new rank processes", Duration::from_secs(180), || {
         let now = ranks();
         now.len() == 4 && now.keys().all(|pid| !before.contains(pid))
     });
-    let launchers = mpi_launcher_processes();
+    let launchers = mpi_launcher_processes(&job.job_id());
     assert!(launchers.is_empty(), "after the restart: {launchers:?}");
     for pid in ranks().keys() {
         assert_eq!(
