@@ -348,6 +348,15 @@ pub trait Launcher: Sync {
     /// How a replaced rank ends.
     fn departure(&self) -> Departure;
 
+    /// Whether the ranks outlive the launcher when it is killed (SIGKILL): true for
+    /// `srun`, whose job step's tasks on the nodes run on under their `slurmstepd`
+    /// until srun ends the step. `rankmig run` then stops such a launcher with SIGTERM
+    /// (which srun forwards to the tasks) before it kills it. By default false: an MPI's
+    /// own launcher takes its daemons and ranks with it.
+    fn ranks_outlive_a_killed_launcher(&self) -> bool {
+        false
+    }
+
     /// Whether `MPI_Finalize` in a process whose launch lost members (replaced ranks
     /// that left without finalizing) can wait for them forever, so that the ranks end
     /// without it once they have all reached it ([`crate::migrate`]'s finalize). By

@@ -163,6 +163,13 @@ impl Launcher for Srun {
         cmd
     }
 
+    /// True: a SIGKILLed srun leaves the step's tasks running on the nodes (seen on the
+    /// emulated Slurm: after the stall watch killed srun, the ranks of the nodes left
+    /// alive ran on beside the relaunched job).
+    fn ranks_outlive_a_killed_launcher(&self) -> bool {
+        true
+    }
+
     /// Not used: srun is the step launcher itself.
     fn slurm_srun_args_variable(&self) -> &'static str {
         "SLURM_OVERLAP"

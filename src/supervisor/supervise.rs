@@ -470,11 +470,14 @@ fn watch_progress(
     let mut restart_told = false;
     std::thread::spawn(move || {
         // Stops the whole job: its launcher while it runs (with `signal`, or killed with
-        // every process below it when `signal` is SIGKILL), and the replacement launches.
+        // every process below it when `signal` is SIGKILL, unless its ranks would outlive
+        // it: then SIGTERM first), and the replacement launches.
         let stop_job = |replacements: &mut ReplacementLaunches, signal: i32| {
             if state.running.load(Ordering::SeqCst) {
-                if signal == SIGKILL {
+                if signal == SIGKILL && !launcher.ranks_outlive_a_killed_launcher() {
                     kill_tree(pid as u32);
+                } else if signal == SIGKILL {
+                    stop_launcher(launcher, pid, SIGTERM);
                 } else {
                     stop_launcher(launcher, pid, signal);
                 }

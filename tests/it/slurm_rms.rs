@@ -805,3 +805,71 @@ fn srun_restarts_the_job_as_a_new_step_after_a_killed_rank() {
     assert!(err.contains("restarted from checkpoint epoch"), "{err}");
     support::assert_same_as_plain_run(&out, 4, &program, &["--size", "96"], &[]);
 }
+
+/// Under `rankmig run --launcher srun`, a node that dies (its slurmd, its step daemon
+/// and its ranks killed) under `--no-kill`: srun is not told, the stall watch (15 s
+/// here) stops the job, the probe before the relaunch finds the host lost, and the job
+/// runs again as a new step on the nodes left, with a plain run's result.
+#[test]
+fn srun_a_node_that_dies_is_left_behind_after_the_stall_watch_stops_the_job() {
+    if slurm_conf().is_none() {
+        return;
+    }
+    let _lock = slurm_lock();
+    let program = jacobi().to_path_buf();
+    let mut env = vec![("RANKMIG_CKPT_SECONDS", "2")];
+    env.extend(SRUN_TEST_ENV);
+    let job = SlurmJob::start_program(
+        &["-N", "3", "--ntasks-per-node", "2", "--no-kill"],
+        (4, "96"),
+        &[
+            "--launcher",
+            "srun",
+            "--rms",
+            "slurm",
+            "--stall-timeout",
+            "15",
+        ],
+        &program,
+        &env,
+    );
+    let hosts = || support::per_host(&job_hosts_of(&job.run_dir(), &program));
+    wait_until("the 4 ranks", Duration::from_secs(120), || {
+        job.run_dir().join("iterations/rank-0.csv").exists() && hosts().values().sum::<usize>() == 4
+    });
+    let ckpt = job.run_dir().join("ckpt");
+    wait_until("a complete checkpoint", Duration::from_secs(120), || {
+        support::has_committed_epoch(&ckpt)
+    });
+    let victim = hosts()
+        .keys()
+        .find(|h| **h != job.rank0_host())
+        .cloned()
+        .expect("a host besides rank 0's");
+    let pids: Vec<u32> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| rankmig::emulated_cluster::host_of(pid).as_deref() == Some(victim.as_str()))
+        .collect();
+    for pid in pids {
+        // SAFETY: kill(2) on the emulated node's processes.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    wait_until(
+        "the job to run again without the dead node",
+        Duration::from_secs(180),
+        || {
+            let now = hosts();
+            !now.contains_key(&victim) && now.values().sum::<usize>() == 4
+        },
+    );
+    let out = job.finish();
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "host(s) {victim} lost (no answer to a probe): relaunching"
+        )),
+        "{err}"
+    );
+    support::assert_same_as_plain_run(&out, 4, &program, &["--size", "96"], &[]);
+}
