@@ -564,6 +564,21 @@ impl Drop for Stopped {
     }
 }
 
+/// The emulated node `node` dies: its slurmd and every process on it (its UTS host
+/// name read from outside, `nsenter`) are SIGKILLed.
+fn kill_the_node(node: &str) {
+    let victims: Vec<u32> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| rankmig::emulated_cluster::host_of(pid).as_deref() == Some(node))
+        .collect();
+    assert!(!victims.is_empty(), "nothing runs on {node}");
+    for pid in victims {
+        // SAFETY: kill(2) on the emulated node's processes.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+}
+
 #[test]
 fn a_node_that_dies_under_no_kill_is_left_behind_by_auto_restart() {
     if slurm_conf().is_none() {
@@ -581,16 +596,7 @@ fn a_node_that_dies_under_no_kill_is_left_behind_by_auto_restart() {
         has_committed_epoch(&ckpt)
     });
     // Node n3 dies: its slurmd and every process on it.
-    let victims: Vec<u32> = std::fs::read_dir("/proc")
-        .expect("/proc")
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| rankmig::emulated_cluster::host_of(pid).as_deref() == Some("n3"))
-        .collect();
-    assert!(!victims.is_empty(), "nothing runs on n3");
-    for pid in victims {
-        // SAFETY: kill(2) on the emulated node's processes.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    }
+    kill_the_node("n3");
     wait_until(
         "the job to run again without n3",
         Duration::from_secs(180),
@@ -746,9 +752,37 @@ fn srun_starts_the_job_as_a_step_and_a_drain_moves_ranks_by_a_new_step() {
     support::assert_same_as_plain_run(&out, 6, &program, &["--size", "96"], &[]);
 }
 
+/// 4 ranks of the Jacobi example started by `salloc SALLOC rankmig run --launcher srun
+/// --rms slurm --auto-restart 1 RUN_ARGS`, checkpointing every 2 s, with
+/// [`SRUN_TEST_ENV`]; returns once the 4 run and an epoch is committed.
+fn start_srun_job_until_a_checkpoint(salloc: &[&str], run_args: &[&str]) -> SlurmJob {
+    let program = jacobi();
+    let mut args = vec![
+        "--launcher",
+        "srun",
+        "--rms",
+        "slurm",
+        "--auto-restart",
+        "1",
+    ];
+    args.extend(run_args);
+    let mut env = vec![("RANKMIG_CKPT_SECONDS", "2")];
+    env.extend(SRUN_TEST_ENV);
+    let job = SlurmJob::start_program(salloc, (4, "96"), &args, program, &env);
+    wait_until("the 4 ranks", Duration::from_secs(120), || {
+        job.run_dir().join("iterations/rank-0.csv").exists()
+            && job_hosts_of(&job.run_dir(), program).len() == 4
+    });
+    let ckpt = job.run_dir().join("ckpt");
+    wait_until("a complete checkpoint", Duration::from_secs(120), || {
+        support::has_committed_epoch(&ckpt)
+    });
+    job
+}
+
 /// Under `rankmig run --launcher srun` (MPICH with PMI-2, Open MPI with PMIx), a rank
-/// SIGKILLed ends the job step; `--auto-restart 1` starts the job again as a new step from the last committed
-/// checkpoint: every rank's process is new, no MPI launcher runs at any time (the
+/// SIGKILLed ends the job step; `--auto-restart 1` starts the job again as a new step
+/// from the last committed checkpoint: every rank's process is new, no MPI launcher runs at any time (the
 /// ranks' parents are `slurmstepd`), the restart is said, and the result is a plain
 /// run's.
 #[test]
@@ -758,30 +792,8 @@ fn srun_restarts_the_job_as_a_new_step_after_a_killed_rank() {
     }
     let _lock = slurm_lock();
     let program = jacobi().to_path_buf();
-    let mut env = vec![("RANKMIG_CKPT_SECONDS", "2")];
-    env.extend(SRUN_TEST_ENV);
-    let job = SlurmJob::start_program(
-        &["-N", "2", "--ntasks-per-node", "2"],
-        (4, "96"),
-        &[
-            "--launcher",
-            "srun",
-            "--rms",
-            "slurm",
-            "--auto-restart",
-            "1",
-        ],
-        &program,
-        &env,
-    );
+    let job = start_srun_job_until_a_checkpoint(&["-N", "2", "--ntasks-per-node", "2"], &[]);
     let ranks = || job_hosts_of(&job.run_dir(), &program);
-    wait_until("the 4 ranks", Duration::from_secs(120), || {
-        job.run_dir().join("iterations/rank-0.csv").exists() && ranks().len() == 4
-    });
-    let ckpt = job.run_dir().join("ckpt");
-    wait_until("a complete checkpoint", Duration::from_secs(120), || {
-        support::has_committed_epoch(&ckpt)
-    });
     let before: Vec<u32> = ranks().into_keys().collect();
     let launchers = mpi_launcher_processes(&job.job_id());
     assert!(launchers.is_empty(), "at the start: {launchers:?}");
@@ -819,46 +831,17 @@ fn srun_a_node_that_dies_is_left_behind_after_the_stall_watch_stops_the_job() {
     }
     let _lock = slurm_lock();
     let program = jacobi().to_path_buf();
-    let mut env = vec![("RANKMIG_CKPT_SECONDS", "2")];
-    env.extend(SRUN_TEST_ENV);
-    let job = SlurmJob::start_program(
+    let job = start_srun_job_until_a_checkpoint(
         &["-N", "3", "--ntasks-per-node", "2", "--no-kill"],
-        (4, "96"),
-        &[
-            "--launcher",
-            "srun",
-            "--rms",
-            "slurm",
-            "--stall-timeout",
-            "15",
-            "--auto-restart",
-            "1",
-        ],
-        &program,
-        &env,
+        &["--stall-timeout", "15"],
     );
     let hosts = || support::per_host(&job_hosts_of(&job.run_dir(), &program));
-    wait_until("the 4 ranks", Duration::from_secs(120), || {
-        job.run_dir().join("iterations/rank-0.csv").exists() && hosts().values().sum::<usize>() == 4
-    });
-    let ckpt = job.run_dir().join("ckpt");
-    wait_until("a complete checkpoint", Duration::from_secs(120), || {
-        support::has_committed_epoch(&ckpt)
-    });
     let victim = hosts()
         .keys()
         .find(|h| **h != job.rank0_host())
         .cloned()
         .expect("a host besides rank 0's");
-    let pids: Vec<u32> = std::fs::read_dir("/proc")
-        .expect("/proc")
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| rankmig::emulated_cluster::host_of(pid).as_deref() == Some(victim.as_str()))
-        .collect();
-    for pid in pids {
-        // SAFETY: kill(2) on the emulated node's processes.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    }
+    kill_the_node(&victim);
     wait_until(
         "the job to run again without the dead node",
         Duration::from_secs(180),
