@@ -174,6 +174,20 @@ fn assert_result_of_a_plain_run(out: &std::process::Output, d: &Path) {
     support::assert_same_as_boosted_plain_run(out, 2, program(), &ARGS, &env);
 }
 
+/// Waits for a window of the job alone by its `clock`; no record was made meanwhile.
+fn a_window_alone_moves_nothing(run: &Path, clock: &std::cell::RefCell<JobClock>) {
+    wait_until(
+        "a window of the job alone",
+        Duration::from_secs(300),
+        || clock.borrow_mut().seconds() >= WINDOW + 1.0,
+    );
+    assert_eq!(
+        records(run),
+        Vec::<serde_json::Value>::new(),
+        "no false alarm"
+    );
+}
+
 /// The records of the run directory.
 fn records(run: &Path) -> Vec<serde_json::Value> {
     rankmig::run_dir::record::read_reconfigurations(run)
@@ -330,16 +344,7 @@ fn one_hog_on_one_core_of_a_four_core_node_moves_that_cores_rank_and_none_goes_b
     let job = start_on(d, &stop, "n1 4\nn2 2\n", &settings);
     let root = job.0.as_ref().expect("running").id();
     let clock = std::cell::RefCell::new(JobClock::new(&run));
-    wait_until(
-        "a window of the job alone",
-        Duration::from_secs(300),
-        || clock.borrow_mut().seconds() >= WINDOW + 1.0,
-    );
-    assert_eq!(
-        records(&run),
-        Vec::<serde_json::Value>::new(),
-        "no false alarm"
-    );
+    a_window_alone_moves_nothing(&run, &clock);
     let started: Vec<(usize, u32, String, String)> = support::processes_csv(&run);
     assert!(
         (0..2).all(|r| started.iter().any(|p| p.0 == r && p.2 == "n1")),
@@ -538,16 +543,7 @@ fn hogs_on_one_ranks_cpu_move_it_off_its_emulated_host_live() {
     assert_eq!((first.1.as_str(), second.1.as_str()), ("h1", "h2"));
     assert_ne!(first.2, second.2, "h1's and h2's ranks share a real CPU");
     let clock = std::cell::RefCell::new(JobClock::new(&run));
-    wait_until(
-        "a window of the job alone",
-        Duration::from_secs(300),
-        || clock.borrow_mut().seconds() >= WINDOW + 1.0,
-    );
-    assert_eq!(
-        records(&run),
-        Vec::<serde_json::Value>::new(),
-        "no false alarm"
-    );
+    a_window_alone_moves_nothing(&run, &clock);
     let hogs = Hogs::pinned(&[&second.2], 2);
     wait_for_the_move(&run, &clock, "rank 1 moved off h2");
     let record = (records(&run).into_iter())
