@@ -617,14 +617,16 @@ pub struct RunArgs {
     pub stall_timeout: Option<f64>,
     /// Watch how long the ranks wait for a CPU and move ranks off a node where
     /// something else takes their CPUs (see the manual, docs/contention.md). Alone or
-    /// `=act`: lowers such a node's cores for planning (never in the availability file)
-    /// and migrates; `=report`: records and warns only. Off by default.
+    /// `=act`: leaves the cores of the ranks that waited out of their node's offer for
+    /// planning (never in the availability file) and migrates those ranks; `=report`:
+    /// records and warns only. Off by default.
     #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
           default_missing_value = "act", value_parser = parse_contention_mode,
           env = "RANKMIG_CONTENTION_WATCH")]
     pub contention_watch: Option<ContentionMode>,
-    /// A node is contended when its ranks waited for a CPU more than this share of the
-    /// window (0.3 or 30%) beyond what the least-waiting node's ranks waited.
+    /// A node is contended when one of its ranks waited for a CPU more than this share
+    /// of the window (0.3 or 30%) beyond what the job's least-waiting rank waited; the
+    /// cores left are taken again once they are busy less than half of it.
     #[arg(long, value_name = "SHARE", default_value_t = rankmig::contention::DEFAULT_THRESHOLD,
           value_parser = rankmig::contention::parse_threshold, env = "RANKMIG_CONTENTION_THRESHOLD")]
     pub contention_threshold: f64,
@@ -633,7 +635,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_window,
           env = "RANKMIG_CONTENTION_WINDOW")]
     pub contention_window: f64,
-    /// A node left for contention is not used again for SECONDS.
+    /// Cores left for contention are not used again for SECONDS, and after that only
+    /// once their CPUs measured quiet over a window (busy under half the threshold).
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = parse_cooldown,
           env = "RANKMIG_CONTENTION_COOLDOWN")]
     pub contention_cooldown: f64,
