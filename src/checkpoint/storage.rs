@@ -259,13 +259,10 @@ pub fn read_small_text(path: &Path, max: u64) -> Result<String, CheckpointError>
     String::from_utf8(bytes).map_err(|_| CheckpointError::corrupt(path, "not UTF-8"))
 }
 
-/// Reads a whole checkpoint file and verifies its length and payload checksum.
-///
-/// The file is opened with [`open_own_file`]; nothing is read past the length its
-/// header announces, and that length must be the file's size, so a file that never
-/// ends (a device) or lies about its size cannot exhaust memory. Returns the header
-/// and the whole file content (the payload starts at [`HEADER_LEN`]).
-pub fn read_verified(path: &Path) -> Result<(FileHeader, Vec<u8>), CheckpointError> {
+/// Opens the checkpoint file `path` ([`open_own_file`]), reads its header and checks
+/// that the file's size is the one the header announces. Returns the file, positioned
+/// after the header, the header, and the header's bytes.
+fn open_sized(path: &Path) -> Result<(File, FileHeader, Vec<u8>), CheckpointError> {
     let (mut f, size) = open_own_file(path)?;
     let (header, head) = read_header_from(&mut f, path)?;
     let len = header.file_len();
@@ -275,6 +272,18 @@ pub fn read_verified(path: &Path) -> Result<(FileHeader, Vec<u8>), CheckpointErr
             format!("file is {size} bytes, header says {len}"),
         ));
     }
+    Ok((f, header, head))
+}
+
+/// Reads a whole checkpoint file and verifies its length and payload checksum.
+///
+/// The file is opened with [`open_own_file`]; nothing is read past the length its
+/// header announces, and that length must be the file's size, so a file that never
+/// ends (a device) or lies about its size cannot exhaust memory. Returns the header
+/// and the whole file content (the payload starts at [`HEADER_LEN`]).
+pub fn read_verified(path: &Path) -> Result<(FileHeader, Vec<u8>), CheckpointError> {
+    let (f, header, head) = open_sized(path)?;
+    let len = header.file_len();
     let too_big = || CheckpointError::corrupt(path, format!("{len} bytes do not fit in memory"));
     let mut bytes = Vec::new();
     bytes
@@ -293,15 +302,7 @@ pub fn read_verified(path: &Path) -> Result<(FileHeader, Vec<u8>), CheckpointErr
 /// Returns the open file, positioned at the payload's first byte (read it with
 /// [`super::payload::load`], which verifies the checksum), and the header.
 pub fn open_checked(path: &Path) -> Result<(File, FileHeader), CheckpointError> {
-    let (mut f, size) = open_own_file(path)?;
-    let (header, _) = read_header_from(&mut f, path)?;
-    let len = header.file_len();
-    if size != len {
-        return Err(CheckpointError::corrupt(
-            path,
-            format!("file is {size} bytes, header says {len}"),
-        ));
-    }
+    let (f, header, _) = open_sized(path)?;
     Ok((f, header))
 }
 
