@@ -15,6 +15,16 @@ pub trait Collective {
     fn all_max(&self, values: &mut [u64]);
     /// Waits until every rank has reached this call.
     fn barrier(&self);
+    /// Sends each `(to, bytes)` of `sends` and receives one message from each rank of
+    /// `from`, returned in that order, each behind `reserve` zero bytes (room for a
+    /// header). Every rank calls it at the same point; a rank named in another's `from`
+    /// must send it exactly one message, and a message may go to this rank itself.
+    fn exchange_bytes(&self, sends: &[(u32, &[u8])], from: &[u32], reserve: usize) -> Vec<Vec<u8>>;
+    /// The name of the host this rank runs on (where its node-local checkpoints go,
+    /// see [`super::partner`]): the kernel's host name.
+    fn host_name(&self) -> String {
+        super::partner::host_name()
+    }
 }
 
 /// The collective of a job with a single rank: every operation is the identity.
@@ -41,6 +51,18 @@ impl Collective for LocalCollective {
     fn all_max(&self, _values: &mut [u64]) {}
 
     fn barrier(&self) {}
+
+    fn exchange_bytes(&self, sends: &[(u32, &[u8])], from: &[u32], reserve: usize) -> Vec<Vec<u8>> {
+        from.iter()
+            .map(|&f| {
+                let mut buf = vec![0u8; reserve];
+                if let Some((_, bytes)) = sends.iter().find(|(to, _)| *to == f) {
+                    buf.extend_from_slice(bytes);
+                }
+                buf
+            })
+            .collect()
+    }
 }
 
 /// Minimum over all ranks of `v`, through [`Collective::all_max`].

@@ -29,6 +29,17 @@ pub const ENV_JOB: &str = "RANKMIG_CKPT_JOB";
 /// `1` to accept a checkpoint directory that other users may write into
 /// (`RANKMIG_CKPT_ALLOW_SHARED_DIR`); see [`CheckpointConfig::allow_shared_dir`].
 pub const ENV_ALLOW_SHARED_DIR: &str = "RANKMIG_CKPT_ALLOW_SHARED_DIR";
+/// A node-local directory: each save goes there first, with a partner's copy on
+/// another host (`RANKMIG_CKPT_LOCAL`; `%h` is replaced by the host name); see
+/// [`CheckpointConfig::local`].
+pub const ENV_LOCAL: &str = "RANKMIG_CKPT_LOCAL";
+/// With a node-local directory, every K-th epoch is also flushed to the shared
+/// directory in the background (`RANKMIG_CKPT_FLUSH_EVERY`).
+pub const ENV_FLUSH_EVERY: &str = "RANKMIG_CKPT_FLUSH_EVERY";
+/// Default of [`CheckpointConfig::flush_every`].
+pub const DEFAULT_FLUSH_EVERY: u64 = 10;
+/// What `%h` in [`CheckpointConfig::local`] stands for.
+pub const HOST_PLACEHOLDER: &str = "%h";
 
 /// When saves happen.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,6 +75,14 @@ pub struct CheckpointConfig {
     /// Accept a group- or world-writable checkpoint directory (refused by default:
     /// whoever can write into it can plant links and files there).
     pub allow_shared_dir: bool,
+    /// A node-local directory (`RANKMIG_CKPT_LOCAL`): when set, each save is written
+    /// there, a copy of each rank's file is kept by a partner rank on another host,
+    /// and every [`CheckpointConfig::flush_every`]-th epoch is copied to [`Self::dir`] in
+    /// the background. `%h` stands for the host name ([`HOST_PLACEHOLDER`]).
+    pub local: Option<PathBuf>,
+    /// With [`Self::local`]: the epochs whose number is a multiple of this are flushed
+    /// to the shared directory (at least 1; default [`DEFAULT_FLUSH_EVERY`]).
+    pub flush_every: u64,
 }
 
 impl CheckpointConfig {
@@ -78,6 +97,8 @@ impl CheckpointConfig {
             restart: false,
             job: default_job_name(),
             allow_shared_dir: false,
+            local: None,
+            flush_every: DEFAULT_FLUSH_EVERY,
         }
     }
 
@@ -119,6 +140,12 @@ impl CheckpointConfig {
         }
         if let Some(v) = get(ENV_ALLOW_SHARED_DIR) {
             self.allow_shared_dir = parse_bool(ENV_ALLOW_SHARED_DIR, &v)?;
+        }
+        if let Some(v) = get(ENV_LOCAL) {
+            self.local = (!v.is_empty()).then(|| PathBuf::from(v));
+        }
+        if let Some(v) = get(ENV_FLUSH_EVERY) {
+            self.flush_every = parse_num(ENV_FLUSH_EVERY, &v)?;
         }
         self.validate()?;
         Ok(self)
@@ -176,6 +203,37 @@ impl CheckpointConfig {
         self
     }
 
+    /// Writes each save to the node-local directory `dir` first (`%h` is replaced by
+    /// the host name), with a partner's copy on another host; the shared directory
+    /// receives every [`CheckpointConfig::flush_every`]-th epoch in the background.
+    ///
+    /// ```
+    /// use rankmig::checkpoint::CheckpointConfig;
+    /// let c = CheckpointConfig::new("/shared/ckpt").local("/dev/shm/me/%h").flush_every(5);
+    /// assert_eq!(c.local_dir_on("n3").unwrap(), std::path::Path::new("/dev/shm/me/n3"));
+    /// ```
+    pub fn local(mut self, dir: impl AsRef<Path>) -> Self {
+        self.local = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Flushes every `k`-th epoch to the shared directory (with [`CheckpointConfig::local`]).
+    pub fn flush_every(mut self, k: u64) -> Self {
+        self.flush_every = k;
+        self
+    }
+
+    /// The node-local directory on host `host` (`%h` replaced), if one is set.
+    pub fn local_dir_on(&self, host: &str) -> Option<PathBuf> {
+        let dir = self.local.as_ref()?;
+        let text = dir.to_string_lossy();
+        Some(if text.contains(HOST_PLACEHOLDER) {
+            PathBuf::from(text.replace(HOST_PLACEHOLDER, host))
+        } else {
+            dir.clone()
+        })
+    }
+
     /// Checks the values: a non-empty directory path (an empty one would mean the
     /// current directory, never found again at restart), interval and keep at least
     /// 1, a short one-line job name.
@@ -203,6 +261,16 @@ impl CheckpointConfig {
         }
         if self.keep == 0 {
             return bad(ENV_KEEP, "0".into(), "must be at least 1");
+        }
+        if self.flush_every == 0 {
+            return bad(ENV_FLUSH_EVERY, "0".into(), "must be at least 1");
+        }
+        if self.local.as_ref().is_some_and(|l| *l == self.dir) {
+            return bad(
+                ENV_LOCAL,
+                self.dir.display().to_string(),
+                "must not be the shared checkpoint directory itself",
+            );
         }
         if self.job.is_empty()
             || self.job.len() > JOB_NAME_MAX
@@ -337,6 +405,26 @@ mod tests {
         );
         assert!(base.clone().job("a\nb").validate().is_err());
         // a tab would be saved in the commit marker, which then reads as corrupt
-        assert!(base.job("a\tb").validate().is_err());
+        assert!(base.clone().job("a\tb").validate().is_err());
+        let e = base
+            .clone()
+            .with_vars(vars(&[(ENV_FLUSH_EVERY, "0")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("RANKMIG_CKPT_FLUSH_EVERY"), "{e}");
+        assert!(base.with_vars(vars(&[(ENV_LOCAL, "a")])).is_err());
+    }
+
+    #[test]
+    fn the_local_directory_names_its_host() {
+        let c = CheckpointConfig::new("/s")
+            .with_vars(vars(&[(ENV_LOCAL, "/l/%h/x"), (ENV_FLUSH_EVERY, "4")]))
+            .unwrap();
+        assert_eq!(c.local_dir_on("n2"), Some(PathBuf::from("/l/n2/x")));
+        assert_eq!(c.flush_every, 4);
+        assert_eq!(
+            c.clone().local("/l").local_dir_on("n2"),
+            Some(PathBuf::from("/l"))
+        );
+        assert_eq!(c.with_vars(vars(&[(ENV_LOCAL, "")])).unwrap().local, None);
     }
 }

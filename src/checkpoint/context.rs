@@ -12,8 +12,8 @@ use super::config::{CheckpointConfig, Interval};
 use super::epoch::{self, CommitMarker};
 use super::error::CheckpointError;
 use super::job_dir;
-use super::payload;
-use super::restore::{self, LocalFinder};
+use super::levels::{Level, NodeLevel};
+use super::restore::{self, Loaded, LocalFinder};
 use super::storage::{self, FORMAT_VERSION, FileHeader, HEADER_LEN};
 use super::thread_owner::ThreadOwner;
 use super::writer::{WriteJob, WriteOutcome, Writer};
@@ -76,6 +76,10 @@ pub struct CheckpointContext<C: Collective = LocalCollective> {
     /// The thread that created the context: `checkpoint!` calls belong there
     /// ([`super::thread_owner`]).
     owner: ThreadOwner,
+    /// The node-local level, with [`CheckpointConfig::local`] ([`super::levels`]).
+    node: Option<NodeLevel>,
+    /// The level the state was restored from.
+    restored_level: Option<Level>,
 }
 
 /// A rank's checkpoint schedule and epoch counters, handed to the process that replaces
@@ -115,11 +119,18 @@ impl<C: Collective> CheckpointContext<C> {
     /// [`CheckpointConfig::allow_shared_dir`]) and an epoch number with no successor.
     pub fn new(config: CheckpointConfig, coll: C) -> Result<Self, CheckpointError> {
         let epochs_dir = job_dir::job_epochs_dir(&config.dir, &config.job);
+        let host = coll.host_name();
         let local = config
             .validate()
             .and_then(|()| prepare_dirs(&config, config.allow_shared_dir, &epochs_dir))
-            .and_then(|()| epoch::max_epoch(&epochs_dir));
-        let max_here = restore::agree(&coll, local, "open the checkpoint directory", &config.dir)?;
+            .and_then(|()| NodeLevel::open(&config, &host, config.allow_shared_dir, &epochs_dir))
+            .and_then(|node| {
+                let on_node = node.as_ref().map(NodeLevel::max_epoch).transpose()?;
+                let max = epoch::max_epoch(&epochs_dir)?.max(on_node.unwrap_or(0));
+                Ok((node, max))
+            });
+        let (node, max_here) =
+            restore::agree(&coll, local, "open the checkpoint directory", &config.dir)?;
         let mut a = [max_here];
         coll.all_max(&mut a);
         let next_epoch = epoch::next_epoch(&epochs_dir, a[0])?;
@@ -141,6 +152,8 @@ impl<C: Collective> CheckpointContext<C> {
             committed: None,
             notes: Vec::new(),
             owner: ThreadOwner::current(),
+            node,
+            restored_level: None,
         };
         ctx.schedule_after_save();
         Ok(ctx)
@@ -162,6 +175,7 @@ impl<C: Collective> CheckpointContext<C> {
             || std::env::var(super::config::ENV_ALLOW_SHARED_DIR).is_ok_and(|v| v.trim() == "1");
         let epochs_dir = job_dir::job_epochs_dir(&config.dir, &config.job);
         prepare_dirs(&config, allow_shared, &epochs_dir)?;
+        let node = NodeLevel::open(&config, &coll.host_name(), allow_shared, &epochs_dir)?;
         Ok(Self {
             config,
             epochs_dir,
@@ -180,6 +194,8 @@ impl<C: Collective> CheckpointContext<C> {
             committed: handover.committed,
             notes: Vec::new(),
             owner: ThreadOwner::current(),
+            node,
+            restored_level: None,
         })
     }
 
@@ -229,6 +245,12 @@ impl<C: Collective> CheckpointContext<C> {
         self.restored
     }
 
+    /// The level the state was restored from: node-local files, partner copies or the
+    /// shared directory ([`super::levels`]).
+    pub fn restored_level(&self) -> Option<Level> {
+        self.restored_level
+    }
+
     /// Newest epoch committed by this context.
     pub fn last_committed(&self) -> Option<u64> {
         self.committed
@@ -263,12 +285,27 @@ impl<C: Collective> CheckpointContext<C> {
     /// [`CheckpointContext::restore_or`]). Collective.
     ///
     /// The ranks agree on the newest epoch whose files' headers check everywhere; each
-    /// then reads, decodes and verifies its file in one pass ([`payload::load`]: large
+    /// then reads, decodes and verifies its file in one pass ([`super::payload::load`]: large
     /// blocks such as [`super::bulk`] vectors are read straight into their memory). If
     /// that file is damaged or unreadable on some rank, every rank drops the epoch
     /// and they agree on an older one; the state is returned only from a file whose
     /// checksum verified.
     pub fn restore<T: DeserializeOwned>(&mut self) -> Result<T, CheckpointError> {
+        if let Some(mut node) = self.node.take() {
+            let mut notes = Vec::new();
+            let found = node.restore::<T, C>(&self.coll, &self.config.job, &mut notes);
+            self.node = Some(node);
+            self.note(notes);
+            if let Some(found) = found? {
+                self.restored_at(found.epoch, found.calls, found.level);
+                return Ok(found.state);
+            }
+        }
+        self.restore_shared()
+    }
+
+    /// Restores from the shared directory ([`CheckpointContext::restore`]). Collective.
+    fn restore_shared<T: DeserializeOwned>(&mut self) -> Result<T, CheckpointError> {
         let dir = self.epochs_dir.clone();
         let (rank, ranks) = (self.coll.rank(), self.coll.size());
         let finder = LocalFinder::new(&dir, &self.config.job, rank, ranks);
@@ -279,53 +316,44 @@ impl<C: Collective> CheckpointContext<C> {
             let cand = match agreed {
                 Ok(cand) => cand,
                 Err(e) => {
-                    self.notes = std::mem::take(&mut finder.notes);
+                    self.notes.append(&mut finder.notes);
                     return Err(self.explain_missing_checkpoint(e));
                 }
             };
-            let (epoch, calls) = (cand.epoch, cand.header.calls);
-            let loaded = payload::load::<T>(cand.file, &cand.header, &cand.path);
-            // Damaged or unreadable here: skip the epoch. Anything else (a payload
-            // that verifies but does not decode as a T): fail on every rank.
-            let skip_here =
-                matches!(&loaded, Err(e) if !matches!(e, CheckpointError::Serde { .. }));
-            let failed_here = matches!(&loaded, Err(CheckpointError::Serde { .. }));
-            let mut a = [
-                u64::from(skip_here),
-                u64::from(failed_here) * (u64::from(rank) + 1),
-            ];
-            self.coll.all_max(&mut a);
-            if a[1] != 0 {
-                self.notes = std::mem::take(&mut finder.notes);
-                loaded?;
-                return Err(CheckpointError::OtherRank {
-                    rank: a[1] - 1,
-                    what: "decode the checkpoint",
-                    dir,
-                });
-            }
-            if a[0] != 0 {
-                if let Err(e) = &loaded {
-                    finder.reject(epoch, e);
+            let epoch = cand.epoch;
+            let opened = Ok((cand.file, cand.header));
+            match restore::load_agreed::<T, C>(&self.coll, opened, &cand.path, &dir) {
+                Ok(Loaded::State(state, calls)) => break (epoch, calls, state),
+                Ok(Loaded::Skipped(here)) => {
+                    if let Some(e) = here {
+                        finder.reject(epoch, &e);
+                    }
+                    bound = epoch.saturating_sub(1);
                 }
-                bound = epoch.saturating_sub(1);
-                continue;
-            }
-            match loaded {
-                Ok(state) => break (epoch, calls, state),
-                // Not reached: an error here was counted above.
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.notes.append(&mut finder.notes);
+                    return Err(e);
+                }
             }
         };
-        self.notes = std::mem::take(&mut finder.notes);
+        self.notes.append(&mut finder.notes);
         self.discard_newer(epoch, finder.skipped_unreadable)?;
+        self.restored_at(epoch, calls, Level::Shared);
+        Ok(state)
+    }
+
+    /// Continues from epoch `epoch`, saved at call `calls`, restored from `level`.
+    fn restored_at(&mut self, epoch: u64, calls: u64, level: Level) {
+        if self.coll.rank() == 0 {
+            log::info!("checkpoint: restored epoch {epoch} from the {level}");
+        }
         self.restored = Some(epoch);
+        self.restored_level = Some(level);
         self.calls = calls;
         self.last_save_call = self.calls;
         self.last_save_time = Instant::now();
         self.rate_sample = None;
         self.schedule_after_save();
-        Ok(state)
     }
 
     /// Rank 0 removes this job's epochs newer than the restored one (they are damaged
@@ -555,15 +583,59 @@ impl<C: Collective> CheckpointContext<C> {
 
     /// Waits for the last write, commits its epoch, and stops the writer. Collective;
     /// call it once after the main loop.
+    /// With a node-local level, also waits for the flush to the shared directory in
+    /// flight and commits it there.
     pub fn finalize(&mut self) -> Result<(), CheckpointError> {
-        self.wait_and_commit()
+        self.wait_and_commit()?;
+        self.settle_flush(true)
+    }
+
+    /// With a node-local level: agrees on the flush to the shared directory in flight
+    /// (waiting for this rank's with `wait`) and, once every rank's copy is written,
+    /// commits its epoch in the shared directory. Collective (every rank takes part,
+    /// flush or not); nothing without a node-local level.
+    fn settle_flush(&mut self, wait: bool) -> Result<(), CheckpointError> {
+        let rank = self.coll.rank();
+        let Some(node) = self.node.as_mut() else {
+            return Ok(());
+        };
+        let mut a = node.flush_state(rank, wait);
+        self.coll.all_max(&mut a);
+        if a[0] != 0 {
+            return Ok(());
+        }
+        let (flushed, note) = node.end_flush(a[1]);
+        self.note(note.into_iter().collect());
+        if let Some(epoch) = flushed {
+            let committed = if rank == 0 {
+                self.commit(epoch)
+            } else {
+                Ok(Vec::new())
+            };
+            let left = restore::agree(
+                &self.coll,
+                committed,
+                "commit the flushed epoch",
+                &self.epochs_dir,
+            )?;
+            self.note(left);
+        }
+        Ok(())
+    }
+
+    /// The directory this job's saves go to: the node-local one, else the shared one.
+    fn save_dir(&self) -> &Path {
+        self.node
+            .as_ref()
+            .map_or(&self.epochs_dir, NodeLevel::epochs_dir)
     }
 
     fn save<T: Serialize>(&mut self, state: &T) -> Result<(), CheckpointError> {
         self.wait_and_commit()?;
+        self.settle_flush(false)?;
         let epoch = self.next_epoch;
         let following = epoch::next_epoch(&self.epochs_dir, epoch)?;
-        let dir = self.epochs_dir.join(epoch::epoch_dir_name(epoch));
+        let dir = self.save_dir().join(epoch::epoch_dir_name(epoch));
         let name = epoch::rank_file_name(self.coll.rank());
         let mut buf = self.writer.take_buffer();
         buf.clear();
@@ -575,13 +647,20 @@ impl<C: Collective> CheckpointContext<C> {
             });
         }
         let header = self.header(epoch);
-        let spare = Some(epoch::spare_path(&self.epochs_dir, self.coll.rank()));
+        let spare = Some(epoch::spare_path(self.save_dir(), self.coll.rank()));
+        let (copies, note) = match self.node.as_mut() {
+            Some(node) => node.partner_copies(&self.coll, &buf, &header),
+            None => (Vec::new(), None),
+        };
+        self.note(note.into_iter().collect());
         self.writer.submit(WriteJob {
             dir,
             name,
             header,
             buf,
             spare,
+            copies,
+            source: None,
         })?;
         self.pending = Some(epoch);
         self.commit_checks = 0;
@@ -684,26 +763,37 @@ impl<C: Collective> CheckpointContext<C> {
                 rank: failed - 1,
             });
         }
-        let committed = if self.coll.rank() == 0 {
-            self.commit(epoch)
-        } else {
-            Ok(Vec::new())
+        let rank = self.coll.rank();
+        let committed = match &self.node {
+            Some(node) => node.commit(rank, &self.marker(epoch), self.config.keep),
+            None if rank == 0 => self.commit(epoch),
+            None => Ok(Vec::new()),
         };
-        let left = restore::agree(&self.coll, committed, "commit the epoch", &self.epochs_dir)?;
+        let left = restore::agree(&self.coll, committed, "commit the epoch", self.save_dir())?;
         self.note(left);
         self.committed = Some(epoch);
+        if let Some(node) = self.node.as_mut() {
+            if node.flushes(epoch) && node.flushing().is_none() {
+                node.start_flush(rank, epoch);
+            }
+        }
         Ok(())
+    }
+
+    /// The commit marker of `epoch` of this job.
+    fn marker(&self, epoch: u64) -> CommitMarker {
+        CommitMarker {
+            version: FORMAT_VERSION,
+            job: self.config.job.clone(),
+            ranks: self.coll.size(),
+            epoch,
+        }
     }
 
     /// Rank 0: writes the commit marker of `epoch`, then applies retention. Returns
     /// why epochs retention would have removed were left alone.
     fn commit(&self, epoch: u64) -> Result<Vec<String>, CheckpointError> {
-        let marker = CommitMarker {
-            version: FORMAT_VERSION,
-            job: self.config.job.clone(),
-            ranks: self.coll.size(),
-            epoch,
-        };
+        let marker = self.marker(epoch);
         let dir = self.epochs_dir.join(epoch::epoch_dir_name(epoch));
         marker.write(&dir)?;
         let r = epoch::apply_retention(

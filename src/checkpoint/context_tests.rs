@@ -11,12 +11,18 @@ use super::epoch::{self, COMMIT_MARKER, epoch_dir_name, rank_file_name};
 use super::job_dir;
 use super::*;
 
-/// Ranks as threads: `all_max` through shared slots and a barrier.
-struct ThreadCollective {
+/// Messages between ranks as threads, by (from, to).
+type Mail = Arc<Mutex<std::collections::HashMap<(u32, u32), Vec<u8>>>>;
+
+/// Ranks as threads: `all_max` through shared slots and a barrier, messages through a
+/// shared mailbox; each rank names the host it pretends to run on.
+pub(super) struct ThreadCollective {
     rank: u32,
     size: u32,
     slots: Arc<Mutex<Vec<Vec<u64>>>>,
     barrier: Arc<Barrier>,
+    mail: Mail,
+    host: String,
 }
 
 impl Collective for ThreadCollective {
@@ -40,6 +46,33 @@ impl Collective for ThreadCollective {
     fn barrier(&self) {
         self.barrier.wait();
     }
+    fn exchange_bytes(&self, sends: &[(u32, &[u8])], from: &[u32], reserve: usize) -> Vec<Vec<u8>> {
+        {
+            let mut mail = self.mail.lock().unwrap();
+            for (to, bytes) in sends {
+                assert!(mail.insert((self.rank, *to), bytes.to_vec()).is_none());
+            }
+        }
+        self.barrier.wait();
+        let received = {
+            let mut mail = self.mail.lock().unwrap();
+            from.iter()
+                .map(|f| {
+                    let mut buf = vec![0u8; reserve];
+                    buf.extend(
+                        mail.remove(&(*f, self.rank))
+                            .expect("a message from each sender"),
+                    );
+                    buf
+                })
+                .collect()
+        };
+        self.barrier.wait();
+        received
+    }
+    fn host_name(&self) -> String {
+        self.host.clone()
+    }
 }
 
 /// Runs `f(rank, collective)` on `size` threads and returns the results by rank.
@@ -47,6 +80,16 @@ fn on_ranks<T: Send + 'static>(
     size: u32,
     f: impl Fn(u32, ThreadCollective) -> T + Send + Sync + 'static,
 ) -> Vec<T> {
+    on_hosts(size, |_| "h0".to_owned(), f)
+}
+
+/// [`on_ranks`] with rank `r` on host `host_of(r)`.
+pub(super) fn on_hosts<T: Send + 'static>(
+    size: u32,
+    host_of: impl Fn(u32) -> String,
+    f: impl Fn(u32, ThreadCollective) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let mail: Mail = Arc::default();
     let slots = Arc::new(Mutex::new(vec![Vec::new(); size as usize]));
     let barrier = Arc::new(Barrier::new(size as usize));
     let f = Arc::new(f);
@@ -57,6 +100,8 @@ fn on_ranks<T: Send + 'static>(
                 size,
                 slots: Arc::clone(&slots),
                 barrier: Arc::clone(&barrier),
+                mail: Arc::clone(&mail),
+                host: host_of(rank),
             };
             let f = Arc::clone(&f);
             std::thread::spawn(move || f(rank, c))
@@ -66,8 +111,8 @@ fn on_ranks<T: Send + 'static>(
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct State {
-    iter: u64,
+pub(super) struct State {
+    pub(super) iter: u64,
     rows: Vec<f64>,
 }
 
@@ -86,7 +131,7 @@ fn step(s: &mut State) {
 }
 
 /// Runs the loop to `iters`, saving every `every` calls; `finalize` or not (a crash).
-fn run<C: Collective>(
+pub(super) fn run<C: Collective>(
     cfg: CheckpointConfig,
     coll: C,
     iters: u64,

@@ -35,6 +35,16 @@ pub fn rank_file_name(rank: u32) -> String {
     format!("{RANK_PREFIX}{rank:06}{RANK_SUFFIX}")
 }
 
+/// File name of a partner's copy of rank `rank`'s file inside a node-local epoch
+/// directory (see [`super::levels`]).
+///
+/// ```
+/// assert_eq!(rankmig::checkpoint::epoch::copy_file_name(3), "copy-000003.ckpt");
+/// ```
+pub fn copy_file_name(rank: u32) -> String {
+    format!("copy-{rank:06}{RANK_SUFFIX}")
+}
+
 /// Parses an epoch directory name; `None` for anything else.
 pub fn parse_epoch_dir_name(name: &str) -> Option<u64> {
     let digits = name.strip_prefix(EPOCH_PREFIX)?;

@@ -91,8 +91,10 @@ pub mod epoch;
 pub mod error;
 pub mod inspect;
 pub mod job_dir;
+pub mod levels;
 #[cfg(feature = "mpi")]
 pub mod mpi_collective;
+pub mod partner;
 pub mod payload;
 pub mod restore;
 pub mod storage;
@@ -109,3 +111,5 @@ pub use mpi_collective::MpiCollective;
 
 #[cfg(test)]
 mod context_tests;
+#[cfg(test)]
+mod levels_tests;

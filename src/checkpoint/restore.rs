@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
+
 use super::collective::Collective;
 use super::epoch::{self, EpochEntry};
 use super::error::CheckpointError;
@@ -153,6 +155,56 @@ impl<'a> LocalFinder<'a> {
             path,
         }))
     }
+}
+
+/// What the ranks agreed after each loaded its file of one epoch
+/// ([`load_agreed`]).
+#[derive(Debug)]
+pub enum Loaded<T> {
+    /// Every rank's file verified and decoded: the state and the `checkpoint!` calls
+    /// it was saved at.
+    State(T, u64),
+    /// Some rank's file was damaged or unreadable: every rank drops the epoch. This
+    /// rank's own error, if the trouble was here.
+    Skipped(Option<CheckpointError>),
+}
+
+/// Loads this rank's file of an epoch (`opened`: the file at its payload and its
+/// header, or why it could not be opened) in one pass ([`super::payload::load`]) and
+/// agrees with the other ranks on the outcome. Collective.
+///
+/// A damaged or unreadable file anywhere gives [`Loaded::Skipped`] on every rank; a
+/// payload that verifies but does not decode as a `T` fails on every rank (its own
+/// error here, [`CheckpointError::OtherRank`] elsewhere; `dir` names the directory).
+pub fn load_agreed<T: DeserializeOwned, C: Collective + ?Sized>(
+    c: &C,
+    opened: Result<(std::fs::File, FileHeader), CheckpointError>,
+    path: &Path,
+    dir: &Path,
+) -> Result<Loaded<T>, CheckpointError> {
+    let loaded = opened.and_then(|(file, header)| {
+        let calls = header.calls;
+        super::payload::load::<T>(file, &header, path).map(|state| (state, calls))
+    });
+    let decode_failed = matches!(&loaded, Err(CheckpointError::Serde { .. }));
+    let skip_here = loaded.is_err() && !decode_failed;
+    let mut a = [
+        u64::from(skip_here),
+        u64::from(decode_failed) * (u64::from(c.rank()) + 1),
+    ];
+    c.all_max(&mut a);
+    if a[1] != 0 {
+        loaded?;
+        return Err(CheckpointError::OtherRank {
+            rank: a[1] - 1,
+            what: "decode the checkpoint",
+            dir: dir.to_path_buf(),
+        });
+    }
+    if a[0] != 0 {
+        return Ok(Loaded::Skipped(loaded.err()));
+    }
+    loaded.map(|(state, calls)| Loaded::State(state, calls))
 }
 
 /// Whether an error is a file that does not exist (a missing rank file makes an

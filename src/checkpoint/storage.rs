@@ -40,7 +40,7 @@ pub const JOB_NAME_MAX: usize = 56;
 pub const CHECKSUM_XXH3: u32 = 1;
 
 /// The decoded header of a checkpoint file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileHeader {
     /// Format version of the file.
     pub version: u32,

@@ -5,7 +5,7 @@
 //! checksum, fills the header, writes the file atomically, checks it, and hands the
 //! buffer back so the next save reuses its memory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::thread::JoinHandle;
 
@@ -26,6 +26,23 @@ pub struct WriteJob {
     pub buf: Vec<u8>,
     /// A retired file of this rank to overwrite instead of creating a new one.
     pub spare: Option<PathBuf>,
+    /// Other ranks' files written into `dir` after this one (partner copies).
+    pub copies: Vec<CopyFile>,
+    /// A checkpoint file whose content is written instead of `buf` (a flush of a
+    /// node-local file to the shared directory): read and verified by the writer
+    /// thread, whose header then replaces `header`.
+    pub source: Option<PathBuf>,
+}
+
+/// Another rank's file in a [`WriteJob`]: a partner copy.
+#[derive(Debug)]
+pub struct CopyFile {
+    /// File name inside the job's directory.
+    pub name: String,
+    /// Header; `payload_len` and `checksum` are filled in by the writer.
+    pub header: FileHeader,
+    /// [`HEADER_LEN`] reserved bytes followed by the payload.
+    pub buf: Vec<u8>,
 }
 
 /// The result of a write, with the buffer given back for reuse.
@@ -223,18 +240,12 @@ pub fn run_job(mut job: WriteJob) -> WriteOutcome {
 /// checkpoint directory when the job's directory was made, the job's directory when the
 /// epoch's was (the file itself and the epoch directory are synced by the atomic write).
 fn write_job(job: &mut WriteJob) -> Result<Vec<PathBuf>, CheckpointError> {
-    if job.buf.len() < HEADER_LEN {
-        return Err(CheckpointError::corrupt(
-            job.dir.join(&job.name),
-            "internal: buffer shorter than the header",
-        ));
+    if let Some(source) = job.source.take() {
+        let (header, bytes) = storage::read_verified(&source)?;
+        job.header = header;
+        job.buf = bytes;
     }
-    let payload = &job.buf[HEADER_LEN..];
-    job.header.payload_len = payload.len() as u64;
-    job.header.checksum = storage::payload_checksum(payload);
-    let mut head = [0u8; HEADER_LEN];
-    job.header.encode(&mut head);
-    job.buf[..HEADER_LEN].copy_from_slice(&head);
+    fill_header(&mut job.header, &mut job.buf, &job.dir.join(&job.name))?;
     // The job directory holding the epoch is made again if it was removed meanwhile
     // (a run directory removed while the job runs is put back without it).
     let mut synced = Vec::new();
@@ -245,7 +256,34 @@ fn write_job(job: &mut WriteJob) -> Result<Vec<PathBuf>, CheckpointError> {
     let spare = job.spare.as_deref();
     let path = own_files::write_atomic_recycling(&job.dir, &job.name, &job.buf, spare)?;
     storage::verify_written(&path, &job.header)?;
+    for copy in &mut job.copies {
+        fill_header(&mut copy.header, &mut copy.buf, &job.dir.join(&copy.name))?;
+        let path = own_files::write_atomic(&job.dir, &copy.name, &copy.buf)?;
+        storage::verify_written(&path, &copy.header)?;
+    }
     Ok(synced)
+}
+
+/// Computes the payload's length and checksum into `header` and writes the header into
+/// the first [`HEADER_LEN`] bytes of `buf`.
+fn fill_header(
+    header: &mut FileHeader,
+    buf: &mut [u8],
+    path: &Path,
+) -> Result<(), CheckpointError> {
+    if buf.len() < HEADER_LEN {
+        return Err(CheckpointError::corrupt(
+            path,
+            "internal: buffer shorter than the header",
+        ));
+    }
+    let payload = &buf[HEADER_LEN..];
+    header.payload_len = payload.len() as u64;
+    header.checksum = storage::payload_checksum(payload);
+    let mut head = [0u8; HEADER_LEN];
+    header.encode(&mut head);
+    buf[..HEADER_LEN].copy_from_slice(&head);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -271,6 +309,8 @@ mod tests {
             },
             buf,
             spare: None,
+            copies: Vec::new(),
+            source: None,
         }
     }
 

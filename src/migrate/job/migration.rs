@@ -152,6 +152,12 @@ pub(super) struct CheckpointSettings {
     first_nanos: Option<u64>,
     keep: usize,
     job: String,
+    /// [`CheckpointConfig::local`].
+    #[serde(default)]
+    local: Option<PathBuf>,
+    /// [`CheckpointConfig::flush_every`].
+    #[serde(default)]
+    flush_every: Option<u64>,
 }
 
 impl CheckpointSettings {
@@ -169,6 +175,8 @@ impl CheckpointSettings {
                 .map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64),
             keep: c.keep,
             job: c.job.clone(),
+            local: c.local.clone(),
+            flush_every: Some(c.flush_every),
         }
     }
 
@@ -177,6 +185,10 @@ impl CheckpointSettings {
             .keep(self.keep)
             .job(&self.job);
         config.first = self.first_nanos.map(Duration::from_nanos);
+        config.local = self.local.clone();
+        if let Some(k) = self.flush_every {
+            config.flush_every = k;
+        }
         match (self.every_calls, self.every_nanos) {
             (Some(n), _) => config.every(n),
             (None, Some(ns)) => config.every_duration(Duration::from_nanos(ns)),
