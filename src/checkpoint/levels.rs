@@ -336,8 +336,17 @@ impl NodeLevel {
             });
             match restore::load_agreed::<T, C>(coll, loaded, &path, &self.epochs_dir)? {
                 Loaded::State(state, calls) => {
-                    let mut a = [used_copy];
+                    let mut a = [used_copy, u64::from(received)];
                     coll.all_max(&mut a);
+                    if a[1] != 0 {
+                        let marker = CommitMarker {
+                            version: FORMAT_VERSION,
+                            job: job.to_owned(),
+                            ranks,
+                            epoch,
+                        };
+                        notes.extend(self.commit_received(coll, &marker));
+                    }
                     let level = if a[0] != 0 {
                         Level::Partner
                     } else {
@@ -431,7 +440,7 @@ impl NodeLevel {
 
     /// Sends the files of `epoch` this rank holds for ranks that lack their own (as
     /// `holders` says), and receives this rank's from its holder into this host's
-    /// directory, with the epoch's commit marker. Collective.
+    /// directory (committed there later, [`NodeLevel::commit_received`]). Collective.
     fn fetch_missing<C: Collective + ?Sized>(
         &self,
         coll: &C,
@@ -466,26 +475,33 @@ impl NodeLevel {
         let dir = self.epochs_dir.join(epoch::epoch_dir_name(epoch));
         storage::ensure_own_subdir(&dir)?;
         own_files::write_atomic(&dir, &epoch::rank_file_name(me), &bytes)?;
-        let marker = CommitMarker {
-            version: FORMAT_VERSION,
-            job: read_job(&bytes, &dir)?,
-            ranks: coll.size(),
-            epoch,
-        };
-        // Other ranks arriving on this host may write the same marker at the same
-        // time: one of them renaming it into place is enough.
-        let written = marker.write(&dir);
-        if written.is_err() && CommitMarker::read(&dir).ok().flatten().as_ref() == Some(&marker) {
-            return Ok(());
-        }
-        written
+        Ok(())
     }
-}
 
-/// The job name in a received file's header (checked again when the file is loaded).
-fn read_job(bytes: &[u8], dir: &Path) -> Result<String, CheckpointError> {
-    let head = bytes.get(..HEADER_LEN).unwrap_or(bytes);
-    Ok(FileHeader::decode(head, dir)?.job)
+    /// After files were received into the hosts' directories for `epoch`: the lowest
+    /// rank of each host commits the epoch there if it is not yet, so that a later
+    /// restart finds the files. Collective (the ranks gather their hosts). Returns a
+    /// note if the marker could not be written (this restore is not affected).
+    fn commit_received<C: Collective + ?Sized>(
+        &self,
+        coll: &C,
+        marker: &CommitMarker,
+    ) -> Option<String> {
+        let hosts = partner::gather(coll, partner::host_id_of(&coll.host_name()));
+        if !PartnerMap::new(&hosts).leads_its_host(coll.rank()) {
+            return None;
+        }
+        let dir = self.epochs_dir.join(epoch::epoch_dir_name(marker.epoch));
+        if !dir.is_dir() || matches!(CommitMarker::read(&dir), Ok(Some(_))) {
+            return None;
+        }
+        marker.write(&dir).err().map(|e| {
+            format!(
+                "files received for node-local epoch {} left uncommitted: {e}",
+                marker.epoch
+            )
+        })
+    }
 }
 
 /// For each rank, who holds its file: `u64::MAX` when the rank holds it itself, else
