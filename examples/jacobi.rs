@@ -266,8 +266,11 @@ fn report_start(job: &Job, state: &State, args: &Args, ranks: usize) {
         ctx.dir().display(),
         n = args.size
     );
-    if let Some(epoch) = ctx.restored_epoch() {
-        eprintln!("jacobi: restored epoch {epoch} at iteration {}", state.iter);
+    if let (Some(epoch), Some(level)) = (ctx.restored_epoch(), ctx.restored_level()) {
+        eprintln!(
+            "jacobi: restored epoch {epoch} from the {level} at iteration {}",
+            state.iter
+        );
     }
 }
 

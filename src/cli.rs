@@ -580,6 +580,21 @@ pub struct RunArgs {
     /// a file system every host sees, like the run directory.
     #[arg(long, env = "RANKMIG_CKPT_DIR")]
     pub ckpt_dir: Option<PathBuf>,
+    /// Node-local checkpoint directory on every host (a RAM disk such as
+    /// /dev/shm/rankmig-USER, or a local SSD). Each save is written there first and a
+    /// copy of each rank's file is kept by a rank on another host; every K-th epoch
+    /// (--ckpt-flush-every) is copied to the checkpoint directory in the background. `%h`
+    /// in DIR stands for the host name; with --emulated-cluster, DIR/HOST is used when
+    /// DIR has no `%h`. A restart reads the newest epoch the node-local files and partner
+    /// copies hold whole, unless the checkpoint directory holds a newer one.
+    #[arg(long, value_name = "DIR", env = "RANKMIG_CKPT_LOCAL")]
+    pub ckpt_local: Option<PathBuf>,
+    /// With --ckpt-local: copy the epochs whose number is a multiple of K to the
+    /// checkpoint directory (--ckpt-dir), in the background.
+    #[arg(long, value_name = "K", default_value_t = rankmig::checkpoint::config::DEFAULT_FLUSH_EVERY,
+          value_parser = clap::value_parser!(u64).range(1..), env = "RANKMIG_CKPT_FLUSH_EVERY",
+          requires = "ckpt_local")]
+    pub ckpt_flush_every: u64,
     /// Run directory: placements, plans, per-iteration times (default: rankmig-run).
     #[arg(long, default_value = "rankmig-run")]
     pub run_dir: PathBuf,
@@ -681,6 +696,8 @@ impl RunArgs {
             matrix: self.matrix.clone(),
             matrix_format: self.matrix_format,
             ckpt_dir: self.ckpt_dir.clone(),
+            ckpt_local: self.ckpt_local.clone(),
+            ckpt_flush_every: self.ckpt_flush_every,
             run_dir: self.run_dir.clone(),
             check_every: self.check_every,
             check_interval: self.check_interval,

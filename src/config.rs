@@ -63,6 +63,20 @@ pub const SETTINGS: &[Setting] = &[
         doc: "checkpoint directory (--ckpt-dir)",
     },
     Setting {
+        key: "checkpoint.local",
+        env: "RANKMIG_CKPT_LOCAL",
+        carrier: Carrier::Flag("ckpt_local"),
+        default: "(none)",
+        doc: "node-local checkpoint directory on every host, %h for the host name (--ckpt-local)",
+    },
+    Setting {
+        key: "checkpoint.flush_every",
+        env: "RANKMIG_CKPT_FLUSH_EVERY",
+        carrier: Carrier::Flag("ckpt_flush_every"),
+        default: "10",
+        doc: "with checkpoint.local, every K-th epoch is copied to checkpoint.dir (--ckpt-flush-every)",
+    },
+    Setting {
         key: "checkpoint.seconds",
         env: "RANKMIG_CKPT_SECONDS",
         carrier: Carrier::JobEnvironment,

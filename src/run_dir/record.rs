@@ -12,8 +12,9 @@
 //!   reconfigurations.jsonl   one JSON object per availability change
 //!   iterations/rank-R.csv    iteration,compute_ns,scheduling_ns,migration_ns per rank
 //!   iterations/rank-R.at     the iteration rank R is at (kept when its process dies)
-//!   processes.csv            rank,pid,node,core,event,cpus,time,epoch,iteration of every
-//!                            process event of the job (a rank killed, restarts included)
+//!   processes.csv            rank,pid,node,core,event,cpus,time,epoch,iteration,level of
+//!                            every process event of the job (a rank killed, restarts
+//!                            included)
 //!   relaunch-request         the ranks ask rankmig run to launch the job again
 //!   matrix.mat               the live communication matrix (TreeMatch's dense format,
 //!                            or an edge list with --matrix-format edges)
@@ -263,10 +264,12 @@ impl<'a> ProcessEvent<'a> {
     }
 }
 
-/// One line of [`PROCESSES`]: `rank,pid,node,core,event,cpus,time,epoch,iteration`,
-/// `time` in seconds since the Unix epoch (milliseconds), `epoch` the checkpoint epoch
-/// a `restarted` process restored (else empty), `iteration` its `checkpoint!` calls at
-/// the event when known (else empty).
+/// One line of [`PROCESSES`]:
+/// `rank,pid,node,core,event,cpus,time,epoch,iteration,level`, `time` in seconds since
+/// the Unix epoch (milliseconds), `epoch` the checkpoint epoch a `restarted` process
+/// restored (else empty), `iteration` its `checkpoint!` calls at the event when known
+/// (else empty), `level` where the restored epoch was read (`node-local`, `partner
+/// copies` or `shared directory`; else empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessRow<'a> {
     /// The rank.
@@ -286,6 +289,8 @@ pub struct ProcessRow<'a> {
     pub epoch: Option<u64>,
     /// The iteration at the event.
     pub iteration: Option<u64>,
+    /// Where a `restarted` process's epoch was read.
+    pub level: Option<&'a str>,
 }
 
 impl ProcessRow<'_> {
@@ -296,7 +301,7 @@ impl ProcessRow<'_> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         let line = format!(
-            "{},{},{},{},{},{},{time:.3},{},{}",
+            "{},{},{},{},{},{},{time:.3},{},{},{}",
             self.rank,
             self.pid,
             self.node,
@@ -304,7 +309,8 @@ impl ProcessRow<'_> {
             self.event,
             self.cpus.replace(',', ";"),
             opt(self.epoch),
-            opt(self.iteration)
+            opt(self.iteration),
+            self.level.unwrap_or_default().replace(',', ";")
         );
         let path = run_dir.join(PROCESSES);
         if let Err(e) = append_line(&path, &line) {
@@ -313,19 +319,32 @@ impl ProcessRow<'_> {
     }
 }
 
+/// Where the processes of a launch from a checkpoint restarted from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestartedFrom {
+    /// The epoch.
+    pub epoch: u64,
+    /// Its iteration.
+    pub iteration: u64,
+    /// Where it was read (`node-local`, `partner copies`, `shared directory`), when a
+    /// process said.
+    pub level: Option<String>,
+}
+
 /// The epoch and iteration the processes of the launch whose events start at `mark`
 /// restarted from (their `restarted` events), once every rank of `0..ranks` has one.
 ///
 /// ```
 /// use rankmig::run_dir::record::{PROCESSES, restarted_from};
 /// let dir = tempfile::tempdir().unwrap();
-/// let events = "0,11,n1,0,restarted,0,1.0,3,120\n";
+/// let events = "0,11,n1,0,restarted,0,1.0,3,120,partner copies\n";
 /// std::fs::write(dir.path().join(PROCESSES), events).unwrap();
 /// assert_eq!(restarted_from(dir.path(), 0, 2), None);
 /// std::fs::write(dir.path().join(PROCESSES), format!("{events}1,12,n2,0,restarted,0,1.0,3,120\n")).unwrap();
-/// assert_eq!(restarted_from(dir.path(), 0, 2), Some((3, 120)));
+/// let from = restarted_from(dir.path(), 0, 2).unwrap();
+/// assert_eq!((from.epoch, from.iteration, from.level.as_deref()), (3, 120, Some("partner copies")));
 /// ```
-pub fn restarted_from(run_dir: &Path, mark: u64, ranks: usize) -> Option<(u64, u64)> {
+pub fn restarted_from(run_dir: &Path, mark: u64, ranks: usize) -> Option<RestartedFrom> {
     let new = events_after(run_dir, mark)?;
     let mut seen = vec![false; ranks];
     let mut from = None;
@@ -344,7 +363,13 @@ pub fn restarted_from(run_dir: &Path, mark: u64, ranks: usize) -> Option<(u64, u
         if let Some(s) = seen.get_mut(rank) {
             *s = true;
         }
-        from = Some((epoch, iteration));
+        let said = f.get(9).filter(|l| !l.is_empty()).map(|l| (*l).to_owned());
+        let level = said.or_else(|| from.as_ref().and_then(|f: &RestartedFrom| f.level.clone()));
+        from = Some(RestartedFrom {
+            epoch,
+            iteration,
+            level,
+        });
     }
     seen.iter().all(|&s| s).then_some(from).flatten()
 }

@@ -38,6 +38,13 @@ pub struct RunSpec {
     pub matrix_format: MatrixFormat,
     /// Checkpoint directory (absolute).
     pub ckpt_dir: PathBuf,
+    /// Node-local checkpoint directory (`--ckpt-local`), `%h` for the host name.
+    #[serde(default)]
+    pub ckpt_local: Option<PathBuf>,
+    /// Epochs whose number is a multiple of this are flushed from the node-local
+    /// directory to `ckpt_dir` (`--ckpt-flush-every`).
+    #[serde(default = "default_flush_every")]
+    pub ckpt_flush_every: u64,
     /// Run directory (absolute).
     pub run_dir: PathBuf,
     /// Calls between availability checks; 0 = paced by time (`check_interval_ms`).
@@ -139,6 +146,10 @@ impl RunSpec {
         }
         Ok(())
     }
+}
+
+fn default_flush_every() -> u64 {
+    crate::checkpoint::config::DEFAULT_FLUSH_EVERY
 }
 
 fn default_check_interval_ms() -> u64 {

@@ -63,6 +63,13 @@ pub fn rank_environment(
     if let Some(m) = &spec.matrix {
         env.push((ENV_MATRIX.into(), path(m)));
     }
+    if let Some(local) = &spec.ckpt_local {
+        env.push(("RANKMIG_CKPT_LOCAL".into(), path(local)));
+        env.push((
+            "RANKMIG_CKPT_FLUSH_EVERY".into(),
+            spec.ckpt_flush_every.to_string(),
+        ));
+    }
     if let Some(allocation) = &spec.allocation {
         env.push((ENV_HOSTS.into(), allocation.host_names().join(",")));
     }

@@ -49,6 +49,10 @@ pub struct RunSettings {
     pub matrix_format: MatrixFormat,
     /// `--ckpt-dir`; `None`: `RUN_DIR/ckpt`.
     pub ckpt_dir: Option<PathBuf>,
+    /// `--ckpt-local`.
+    pub ckpt_local: Option<PathBuf>,
+    /// `--ckpt-flush-every`.
+    pub ckpt_flush_every: u64,
     /// `--run-dir`.
     pub run_dir: PathBuf,
     /// `--check-every`.
@@ -170,6 +174,8 @@ impl RunSpec {
             matrix: settings.matrix.as_deref().map(absolute),
             matrix_format: settings.matrix_format,
             ckpt_dir: (settings.ckpt_dir.as_deref()).map_or_else(|| run_dir.join("ckpt"), absolute),
+            ckpt_local: settings.ckpt_local.as_deref().map(absolute),
+            ckpt_flush_every: settings.ckpt_flush_every,
             run_dir,
             check_every: settings.check_every.unwrap_or(0),
             check_interval_ms: millis(settings.check_interval),
@@ -281,6 +287,8 @@ mod tests {
             matrix: None,
             matrix_format: MatrixFormat::Auto,
             ckpt_dir: None,
+            ckpt_local: None,
+            ckpt_flush_every: crate::checkpoint::config::DEFAULT_FLUSH_EVERY,
             run_dir: dir.join("rankmig-run"),
             check_every: None,
             check_interval: 1.0,

@@ -192,6 +192,7 @@ fn note_failure(spec: &RunSpec, outcome: &LaunchOutcome, mark: u64) {
         cpus: "",
         epoch: None,
         iteration: failure.iteration,
+        level: None,
     }
     .append(&spec.run_dir);
 }
@@ -210,6 +211,11 @@ fn not_restartable(
                 "{now} again after a restart: probably a failure of the application itself, not of a host"
             ));
         }
+    }
+    if spec.ckpt_local.is_some() {
+        // The node-local directories lie on the hosts, out of this process's sight:
+        // the ranks find out whether an epoch is whole.
+        return None;
     }
     let complete = crate::checkpoint::inspect(&spec.ckpt_dir, false)
         .is_ok_and(|r| r.epochs().any(|e| e.is_complete()));
@@ -507,10 +513,16 @@ fn watch_progress(
                 log::error!("{what}");
             }
             if !restart_told {
-                if let Some((epoch, iteration)) = restarted_from(&run_dir, launch_mark, ranks) {
+                if let Some(from) = restarted_from(&run_dir, launch_mark, ranks) {
                     restart_told = true;
+                    let level = from
+                        .level
+                        .map(|l| format!(", read from the {l}"))
+                        .unwrap_or_default();
                     log::info!(
-                        "restarted from checkpoint epoch {epoch}, iteration {iteration} (every rank)"
+                        "restarted from checkpoint epoch {}, iteration {} (every rank{level})",
+                        from.epoch,
+                        from.iteration
                     );
                 }
             }

@@ -1010,3 +1010,45 @@ fn a_lent_host_outside_the_allocation() {
     let out = finish(&cluster, child);
     assert_result_of_a_plain_run(&out);
 }
+
+/// Issue 53: with node-local checkpoints (`--ckpt-local`, one directory per emulated
+/// host) and nothing flushed to the shared directory, a host that dies with its
+/// node-local files is restarted from its partners' copies: the job goes on without it
+/// from the newest epoch, with a plain run's result, and the shared directory holds no
+/// epoch at all.
+#[test]
+fn a_dead_host_with_its_node_local_files_restarts_from_partner_copies() {
+    if !namespaces_available() {
+        return;
+    }
+    let _lock = mpi_lock();
+    let cluster = Cluster::new(&["h1", "h2", "h3", "h4"], "h1 2\nh2 2\nh3 2\nh4 2\n");
+    let local = cluster.path("local");
+    let child = cluster.start(
+        8,
+        &[
+            "--auto-restart",
+            "1",
+            "--ckpt-local",
+            &local.display().to_string(),
+            "--ckpt-flush-every",
+            "1000000",
+        ],
+    );
+    let root = child.id();
+    wait_for_progress_past_a_checkpoint(&cluster);
+    assert!(local.join("h2").is_dir(), "no node-local directory for h2");
+    cluster.pull_the_plug(root, "h2");
+    fs::remove_dir_all(local.join("h2")).expect("remove h2's node-local files");
+    let out = restarted_without(&cluster, child, "h2");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("from the partner copies"),
+        "the restart did not say it read partner copies: {stderr}"
+    );
+    let shared_epochs = rankmig::checkpoint::inspect(&cluster.run_dir().join("ckpt"), false)
+        .map(|r| r.epochs().count())
+        .unwrap_or(0);
+    assert_eq!(shared_epochs, 0, "an epoch reached the shared directory");
+}

@@ -696,6 +696,7 @@ impl Job {
 
     /// [`Job::note_process`] with the checkpoint epoch the process restored.
     fn note_process_row(&self, event: &str, epoch: Option<u64>) {
+        let level = epoch.and(self.ckpt.restored_level()).map(|l| l.to_string());
         if let Some(dir) = &self.settings.run_dir {
             let cpus = monitor::location::allowed_cpus().unwrap_or_default();
             record::ProcessRow {
@@ -707,6 +708,7 @@ impl Job {
                 cpus: &cpus,
                 epoch,
                 iteration: Some(self.calls),
+                level: level.as_deref(),
             }
             .append(dir);
         }
