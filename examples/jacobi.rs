@@ -268,7 +268,7 @@ fn report_start(job: &Job, state: &State, args: &Args, ranks: usize) {
     );
     if let (Some(epoch), Some(level)) = (ctx.restored_epoch(), ctx.restored_level()) {
         eprintln!(
-            "jacobi: restored epoch {epoch} from the {level} at iteration {}",
+            "jacobi: restored epoch {epoch} at iteration {}, read from the {level}",
             state.iter
         );
     }

@@ -1044,7 +1044,7 @@ fn a_dead_host_with_its_node_local_files_restarts_from_partner_copies() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("from the partner copies"),
+        stderr.contains("read from the partner copies"),
         "the restart did not say it read partner copies: {stderr}"
     );
     let shared_epochs = rankmig::checkpoint::inspect(&cluster.run_dir().join("ckpt"), false)
