@@ -60,7 +60,7 @@ pub enum Command {
     /// Run an MPI program that may migrate: initial placement, mpirun, records.
     ///
     /// Example (after cargo build --release --example jacobi): rankmig run -n 8 --availability availability/4x8.avail -- target/release/examples/jacobi --size 256 --iters 600
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Summarise a run directory: a table per reconfiguration and an SVG chart.
     ///
     /// The chart shows the time of each iteration of the slowest rank (compute,

@@ -661,6 +661,10 @@ impl<C: Collective> CheckpointContext<C> {
             spare,
             copies,
             source: None,
+            fallback: self
+                .node
+                .as_ref()
+                .map(|_| self.epochs_dir.join(epoch::epoch_dir_name(epoch))),
         })?;
         self.pending = Some(epoch);
         self.commit_checks = 0;
@@ -748,12 +752,16 @@ impl<C: Collective> CheckpointContext<C> {
             return Ok(());
         };
         let outcome = self.outcome.take();
-        let local = match outcome {
+        let (local, fell_back) = match outcome {
             Some(o) => {
                 self.writer.recycle(o.buf);
-                o.result
+                for n in &o.notes {
+                    log::warn!("checkpoint: rank {}: {n}", self.coll.rank());
+                }
+                self.note(o.notes);
+                (o.result, o.fell_back)
             }
-            None => Err(CheckpointError::WriterGone),
+            None => (Err(CheckpointError::WriterGone), false),
         };
         if failed != 0 {
             local?;
@@ -764,17 +772,54 @@ impl<C: Collective> CheckpointContext<C> {
             });
         }
         let rank = self.coll.rank();
-        let committed = match &self.node {
-            Some(node) => node.commit(rank, &self.marker(epoch), self.config.keep),
-            None if rank == 0 => self.commit(epoch),
-            None => Ok(Vec::new()),
+        if let Some(node) = &self.node {
+            // A host whose node-local commit fails loses nothing: the epoch goes to the
+            // shared directory whole, as when a save could not be written there.
+            let (left, failed) = match node.commit(rank, &self.marker(epoch), self.config.keep) {
+                Ok(left) => (left, false),
+                Err(e) => {
+                    let why = format!(
+                        "epoch {epoch} not committed in the node-local directory ({e}): flushed to the shared directory"
+                    );
+                    log::warn!("checkpoint: rank {rank}: {why}");
+                    (vec![why], true)
+                }
+            };
+            self.note(left);
+            self.committed = Some(epoch);
+            return self.flush_if_due(epoch, fell_back, failed);
+        }
+        let committed = if rank == 0 {
+            self.commit(epoch)
+        } else {
+            Ok(Vec::new())
         };
-        let left = restore::agree(&self.coll, committed, "commit the epoch", self.save_dir())?;
+        let left = restore::agree(&self.coll, committed, "commit the epoch", &self.epochs_dir)?;
         self.note(left);
         self.committed = Some(epoch);
+        Ok(())
+    }
+
+    /// With a node-local level, after `epoch` was committed: starts its flush to the
+    /// shared directory when it is one of those flushed and none is in flight, or in any
+    /// case when some rank's file went to the shared directory already (`fell_back`
+    /// here) or some host could not commit it (`commit_failed` here), waiting first for
+    /// the flush in flight: the shared directory then holds the whole epoch. Collective.
+    fn flush_if_due(
+        &mut self,
+        epoch: u64,
+        fell_back: bool,
+        commit_failed: bool,
+    ) -> Result<(), CheckpointError> {
+        let mut a = [u64::from(fell_back || commit_failed)];
+        self.coll.all_max(&mut a);
+        if a[0] != 0 {
+            self.settle_flush(true)?;
+        }
+        let rank = self.coll.rank();
         if let Some(node) = self.node.as_mut() {
-            if node.flushes(epoch) && node.flushing().is_none() {
-                node.start_flush(rank, epoch);
+            if a[0] != 0 || (node.flushes(epoch) && node.flushing().is_none()) {
+                node.start_flush(rank, epoch, fell_back);
             }
         }
         Ok(())

@@ -199,9 +199,22 @@ impl NodeLevel {
     }
 
     /// Starts copying this rank's node-local file of `epoch` to the shared directory on
-    /// the flush thread. Not collective; at most one flush is in flight. A flush that
-    /// cannot start counts as failed ([`NodeLevel::flush_state`]).
-    pub fn start_flush(&mut self, rank: u32, epoch: u64) {
+    /// the flush thread; with `already_there` (the save went to the shared directory,
+    /// [`WriteJob::fallback`]) there is nothing to copy. Not collective; at most one
+    /// flush is in flight. A flush that cannot start counts as failed
+    /// ([`NodeLevel::flush_state`]).
+    pub fn start_flush(&mut self, rank: u32, epoch: u64, already_there: bool) {
+        if already_there {
+            self.flushing = Some(epoch);
+            self.flush_outcome = Some(WriteOutcome {
+                epoch,
+                result: Ok(()),
+                buf: Vec::new(),
+                notes: Vec::new(),
+                fell_back: false,
+            });
+            return;
+        }
         let name = epoch::rank_file_name(rank);
         let source = self
             .epochs_dir
@@ -215,6 +228,7 @@ impl NodeLevel {
             spare: Some(epoch::spare_path(&self.shared_dir, rank)),
             copies: Vec::new(),
             source: Some(source),
+            fallback: None,
         };
         self.flushing = Some(epoch);
         if let Err(e) = self.flusher.submit(job) {
@@ -222,6 +236,8 @@ impl NodeLevel {
                 epoch,
                 result: Err(e),
                 buf: Vec::new(),
+                notes: Vec::new(),
+                fell_back: false,
             });
         }
     }

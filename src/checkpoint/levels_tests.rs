@@ -212,3 +212,65 @@ fn ranks_on_one_host_keep_no_partner_copy_and_say_so() {
         vec![0, 1]
     );
 }
+
+#[test]
+fn the_last_epoch_flushed_is_committed_in_the_shared_directory_before_finalize_returns() {
+    let tmp = tempfile::tempdir().unwrap();
+    run_four(cfg(tmp.path()).flush_every(3), two_hosts, 6);
+    let shared = epoch_dir(&tmp.path().join("shared"), 3);
+    assert_eq!(ranks_in(&shared), vec![0, 1, 2, 3]);
+    assert!(
+        shared.join(COMMIT_MARKER).is_file(),
+        "finalize left the flush uncommitted"
+    );
+}
+
+/// A node-local directory that cannot take the save (here a file stands where host h1's
+/// epoch directory goes; a full disk fails the same way): h1's ranks write the epoch to
+/// the shared directory instead and say so, the other ranks flush theirs there too, the
+/// job goes on, and a restart without any node-local file finds the epoch whole there.
+#[test]
+fn a_node_local_directory_that_fails_sends_the_epoch_to_the_shared_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = cfg(tmp.path()).flush_every(1000);
+    let notes = on_hosts(4, two_hosts, {
+        let c = c.clone();
+        let blocker = epoch_dir(&tmp.path().join("local/h1"), 1);
+        move |rank, coll| {
+            let mut ctx = CheckpointContext::new(c.clone(), coll).unwrap();
+            if rank == 2 {
+                fs::write(&blocker, b"in the way").unwrap();
+            }
+            ctx.collective().barrier();
+            let mut s = 0u64;
+            for _ in 0..2 {
+                s += 1;
+                ctx.checkpoint(&s).unwrap();
+            }
+            ctx.finalize().unwrap();
+            ctx.notes().to_vec()
+        }
+    });
+    for rank in [2, 3] {
+        assert!(
+            notes[rank]
+                .iter()
+                .any(|n| n.contains("instead of the node-local directory")),
+            "rank {rank}: {:?}",
+            notes[rank]
+        );
+    }
+    let shared = epoch_dir(&tmp.path().join("shared"), 1);
+    assert_eq!(ranks_in(&shared), vec![0, 1, 2, 3]);
+    assert!(shared.join(COMMIT_MARKER).is_file());
+    fs::remove_dir_all(tmp.path().join("local")).unwrap();
+    let restored = on_hosts(4, two_hosts, move |_, coll| {
+        let mut ctx = CheckpointContext::new(c.clone().restart(true), coll).unwrap();
+        let s: u64 = ctx.restore().unwrap();
+        (s, ctx.restored_level())
+    });
+    assert!(
+        restored.iter().all(|r| *r == (2, Some(Level::Shared))),
+        "{restored:?}"
+    );
+}

@@ -32,6 +32,10 @@ pub struct WriteJob {
     /// node-local file to the shared directory): read and verified by the writer
     /// thread, whose header then replaces `header`.
     pub source: Option<PathBuf>,
+    /// Where the file goes instead when it cannot be written to `dir` (a full or broken
+    /// node-local directory: the epoch's directory in the shared one), said in
+    /// [`WriteOutcome::notes`] and [`WriteOutcome::fell_back`].
+    pub fallback: Option<PathBuf>,
 }
 
 /// Another rank's file in a [`WriteJob`]: a partner copy.
@@ -54,6 +58,11 @@ pub struct WriteOutcome {
     pub result: Result<(), CheckpointError>,
     /// The job's buffer, for reuse.
     pub buf: Vec<u8>,
+    /// What went wrong without failing the write: the file written to
+    /// [`WriteJob::fallback`] instead, a partner copy not written.
+    pub notes: Vec<String>,
+    /// Whether the file went to [`WriteJob::fallback`].
+    pub fell_back: bool,
 }
 
 /// Handle on the writer thread.
@@ -192,6 +201,8 @@ impl Writer {
             epoch: 0,
             result: Err(CheckpointError::WriterGone),
             buf: Vec::new(),
+            notes: Vec::new(),
+            fell_back: false,
         });
     }
 
@@ -224,15 +235,51 @@ impl Drop for Writer {
     }
 }
 
-/// Fills in the header of `job.buf` and writes it atomically, then checks it.
+/// Fills in the header of `job.buf` and writes it atomically, then checks it; if that
+/// fails, writes it to the job's fallback directory, if any; then writes the partner
+/// copies, a copy that fails being noted, not failing the write.
 pub fn run_job(mut job: WriteJob) -> WriteOutcome {
     let epoch = job.header.epoch;
-    let result = write_job(&mut job).map(drop);
+    let mut notes = Vec::new();
+    let mut fell_back = false;
+    let mut result = write_job(&mut job).map(drop);
+    if let (Err(e), Some(fallback)) = (&result, job.fallback.take()) {
+        let why = e.to_string();
+        result = write_in(&fallback, &job.name, &job.buf, &job.header, None).map(|_| {
+            fell_back = true;
+            notes.push(format!(
+                "epoch {epoch} written to {} instead of the node-local directory: {why}",
+                fallback.display()
+            ));
+        });
+    }
+    if result.is_ok() {
+        notes.extend(write_copies(&job.dir, &mut job.copies));
+    }
     WriteOutcome {
         epoch,
         result,
         buf: job.buf,
+        notes,
+        fell_back,
     }
+}
+
+/// Writes the partner copies into `dir`; returns why each copy that failed did.
+fn write_copies(dir: &Path, copies: &mut [CopyFile]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for copy in copies {
+        let path = dir.join(&copy.name);
+        let written = fill_header(&mut copy.header, &mut copy.buf, &path)
+            .and_then(|()| write_in(dir, &copy.name, &copy.buf, &copy.header, None));
+        if let Err(e) = written {
+            notes.push(format!(
+                "partner copy of rank {} not kept for epoch {}: {e}",
+                copy.header.rank, copy.header.epoch
+            ));
+        }
+    }
+    notes
 }
 
 /// Writes `job`'s file ([`run_job`]). Returns the directories fsynced because a
@@ -246,21 +293,34 @@ fn write_job(job: &mut WriteJob) -> Result<Vec<PathBuf>, CheckpointError> {
         job.buf = bytes;
     }
     fill_header(&mut job.header, &mut job.buf, &job.dir.join(&job.name))?;
-    // The job directory holding the epoch is made again if it was removed meanwhile
-    // (a run directory removed while the job runs is put back without it).
+    write_in(
+        &job.dir,
+        &job.name,
+        &job.buf,
+        &job.header,
+        job.spare.as_deref(),
+    )
+}
+
+/// Writes the file `name` of `buf` (its header filled in) into the epoch directory
+/// `dir` atomically and checks it. The job directory holding the epoch is made again if
+/// it was removed meanwhile (a run directory removed while the job runs is put back
+/// without it). Returns the directories fsynced because a directory was created (see
+/// [`write_job`]).
+fn write_in(
+    dir: &Path,
+    name: &str,
+    buf: &[u8],
+    header: &FileHeader,
+    spare: Option<&Path>,
+) -> Result<Vec<PathBuf>, CheckpointError> {
     let mut synced = Vec::new();
-    if let Some(job_dir) = job.dir.parent() {
+    if let Some(job_dir) = dir.parent() {
         synced.extend(storage::ensure_own_subdir(job_dir)?);
     }
-    synced.extend(storage::ensure_own_subdir(&job.dir)?);
-    let spare = job.spare.as_deref();
-    let path = own_files::write_atomic_recycling(&job.dir, &job.name, &job.buf, spare)?;
-    storage::verify_written(&path, &job.header)?;
-    for copy in &mut job.copies {
-        fill_header(&mut copy.header, &mut copy.buf, &job.dir.join(&copy.name))?;
-        let path = own_files::write_atomic(&job.dir, &copy.name, &copy.buf)?;
-        storage::verify_written(&path, &copy.header)?;
-    }
+    synced.extend(storage::ensure_own_subdir(dir)?);
+    let path = own_files::write_atomic_recycling(dir, name, buf, spare)?;
+    storage::verify_written(&path, header)?;
     Ok(synced)
 }
 
@@ -311,6 +371,7 @@ mod tests {
             spare: None,
             copies: Vec::new(),
             source: None,
+            fallback: None,
         }
     }
 
