@@ -274,3 +274,28 @@ fn a_node_local_directory_that_fails_sends_the_epoch_to_the_shared_directory() {
         "{restored:?}"
     );
 }
+
+/// A partner copy replaced by a link (to a file with the right content) is not
+/// followed: the epoch it belongs to is not whole, and the restart takes the epoch
+/// before, whose copy is a file of the user.
+#[test]
+fn a_partner_copy_replaced_by_a_link_is_not_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    run_four(cfg(tmp.path()), two_hosts, 6);
+    fs::remove_dir_all(tmp.path().join("local/h1")).unwrap();
+    let copy = epoch_dir(&tmp.path().join("local/h0"), 3).join(epoch::copy_file_name(2));
+    let elsewhere = tmp.path().join("elsewhere.ckpt");
+    fs::rename(&copy, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &copy).unwrap();
+    let restored = restart_four(cfg(tmp.path()), |_| "h0".to_owned());
+    assert!(
+        restored
+            .iter()
+            .all(|(s, l, e)| s.iter == 4 && *l == Some(Level::Partner) && *e == Some(2)),
+        "{:?}",
+        restored
+            .iter()
+            .map(|r| (r.0.iter, r.1, r.2))
+            .collect::<Vec<_>>()
+    );
+}
