@@ -299,3 +299,75 @@ fn a_partner_copy_replaced_by_a_link_is_not_followed() {
             .collect::<Vec<_>>()
     );
 }
+
+/// A tmpfs mounted on a directory until dropped; `None` where this process may not
+/// mount one (not root).
+struct SmallFs(PathBuf);
+
+impl SmallFs {
+    fn mount(dir: &Path, size: &str) -> Option<Self> {
+        fs::create_dir_all(dir).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Self(dir.to_owned()))
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Host h1's node-local directory is a full tmpfs: its ranks' saves go to the shared
+/// directory with "No space left on device" said, and the epoch is whole there.
+#[test]
+fn a_full_node_local_disk_sends_the_save_to_the_shared_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallFs::mount(&tmp.path().join("local/h1"), "256k") else {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let c = cfg(tmp.path()).flush_every(1000);
+    let notes = on_hosts(4, two_hosts, {
+        let c = c.clone();
+        let filler = disk.0.join("filler");
+        move |rank, coll| {
+            let mut ctx = CheckpointContext::new(c.clone(), coll).unwrap();
+            if rank == 2 {
+                // Fill the disk, whatever its block accounting: write until refused.
+                let mut f = fs::File::create(&filler).unwrap();
+                while std::io::Write::write_all(&mut f, &[7u8; 4096]).is_ok() {}
+            }
+            ctx.collective().barrier();
+            let state = vec![1.5f64; 1024];
+            ctx.save_now(&state).unwrap();
+            ctx.finalize().unwrap();
+            ctx.notes().to_vec()
+        }
+    });
+    for rank in [2, 3] {
+        assert!(
+            notes[rank]
+                .iter()
+                .any(|n| n.contains("No space left on device")),
+            "rank {rank}: {:?}",
+            notes[rank]
+        );
+    }
+    let shared = epoch_dir(&tmp.path().join("shared"), 1);
+    assert_eq!(ranks_in(&shared), vec![0, 1, 2, 3]);
+    assert!(shared.join(COMMIT_MARKER).is_file());
+}
