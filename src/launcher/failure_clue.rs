@@ -37,6 +37,70 @@ pub enum FailureClue {
     /// The wait status of every rank, host by host in rank order (hydra's
     /// `-print-all-exitcodes` line: `[mpiexec@vm] Exit codes: [h1] 0,9 [h2] 0,768`).
     ExitStatuses(Vec<(String, Vec<i32>)>),
+    /// Slurm cancelled the job step (or the job) that ran the ranks: `slurmstepd`'s
+    /// `*** STEP J.S ON HOST CANCELLED AT TIME ***`, which srun passes on.
+    Cancelled(SlurmCancel),
+}
+
+/// A job step or job that Slurm cancelled (`scancel J.S` or `scancel J`, a time limit,
+/// a node failure), as `slurmstepd` says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlurmCancel {
+    /// What was cancelled: `job step J.S` or `job J`.
+    pub what: String,
+    /// The node whose `slurmstepd` said it.
+    pub host: String,
+    /// Slurm's reason (the words after `DUE TO`: `TIME LIMIT`, `NODE FAILURE`, ...),
+    /// none for a plain `scancel`.
+    pub due_to: Option<String>,
+}
+
+impl std::fmt::Display for SlurmCancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Slurm cancelled {} (said by slurmstepd on {})",
+            self.what, self.host
+        )?;
+        if let Some(reason) = &self.due_to {
+            write!(f, " due to {}", reason.to_lowercase())?;
+        }
+        Ok(())
+    }
+}
+
+/// What `slurmstepd` says when Slurm cancels a step or a job, wherever it is in `line`:
+/// `*** STEP 17.0 ON n1 CANCELLED AT 2026-11-29T06:56:47 ***`, with ` DUE TO REASON`
+/// before the closing stars when Slurm gives one.
+///
+/// ```
+/// use rankmig::launcher::{SlurmCancel, slurm_cancel};
+/// assert_eq!(
+///     slurm_cancel("slurmstepd-n1: error: *** STEP 17.0 ON n1 CANCELLED AT 2026-11-29T06:56:47 ***"),
+///     Some(SlurmCancel { what: "job step 17.0".into(), host: "n1".into(), due_to: None })
+/// );
+/// let limit = slurm_cancel("slurmstepd: error: *** JOB 9 ON n2 CANCELLED AT 2026-11-29T07:00:00 DUE TO TIME LIMIT ***");
+/// assert_eq!(limit.map(|c| c.to_string()).as_deref(),
+///     Some("Slurm cancelled job 9 (said by slurmstepd on n2) due to time limit"));
+/// assert_eq!(slurm_cancel("srun: error: n1: tasks 0-1: Killed"), None);
+/// ```
+pub fn slurm_cancel(line: &str) -> Option<SlurmCancel> {
+    let body = after(line, "*** ")?;
+    let body = body.trim_end().strip_suffix("***")?.trim_end();
+    let (kind, rest) = body.split_once(' ')?;
+    let kind = match kind {
+        "STEP" => "job step",
+        "JOB" => "job",
+        _ => return None,
+    };
+    let (id, rest) = rest.split_once(" ON ")?;
+    let (host, rest) = rest.split_once(" CANCELLED AT ")?;
+    let due_to = after(rest, " DUE TO ").map(|r| r.trim().to_owned());
+    Some(SlurmCancel {
+        what: format!("{kind} {}", id.trim()),
+        host: host.trim().to_owned(),
+        due_to,
+    })
 }
 
 /// What a line of Open MPI's runtimes (ORTE in 4.1, PRRTE in 5) says of a rank that died.

@@ -27,7 +27,7 @@ pub mod openmpi4;
 pub mod openmpi5;
 pub mod srun;
 
-pub use failure_clue::FailureClue;
+pub use failure_clue::{FailureClue, SlurmCancel, slurm_cancel};
 
 use std::path::Path;
 use std::process::Command;

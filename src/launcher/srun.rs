@@ -213,8 +213,18 @@ impl Launcher for Srun {
     /// );
     /// assert_eq!(srun.failure_clue("srun: error: n1: task 0: Exited with exit code 7"), Some(FailureClue::ExitCode(7)));
     /// assert_eq!(srun.failure_clue("iterations: 5"), None);
+    /// assert!(matches!(
+    ///     srun.failure_clue("slurmstepd-n1: error: *** STEP 17.0 ON n1 CANCELLED AT 2026-11-29T06:56:47 ***"),
+    ///     Some(FailureClue::Cancelled(_))
+    /// ));
     /// ```
+    ///
+    /// And `slurmstepd`'s `*** STEP J.S ON HOST CANCELLED AT TIME ***` (Slurm cancelled
+    /// the step: [`super::slurm_cancel`]).
     fn failure_clue(&self, line: &str) -> Option<FailureClue> {
+        if let Some(cancel) = super::slurm_cancel(line) {
+            return Some(FailureClue::Cancelled(cancel));
+        }
         let rest = line.trim().strip_prefix("srun: error: ")?;
         let (host, rest) = rest.split_once(": task ")?;
         let (rank, what) = rest.split_once(':')?;

@@ -259,7 +259,7 @@ impl<'a> ProcessEvent<'a> {
     fn ends(&self) -> bool {
         matches!(
             self.event,
-            "left" | "finish" | "end" | "relaunch" | "killed" | "died"
+            "left" | "finish" | "end" | "relaunch" | "killed" | "died" | "cancelled"
         )
     }
 }
@@ -280,8 +280,8 @@ pub struct ProcessRow<'a> {
     pub node: &'a str,
     /// Its core, when known.
     pub core: Option<usize>,
-    /// `start`, `restarted`, `arrived`, `left`, `relaunch`, `finish`, `end`, `killed`
-    /// or `died`.
+    /// `start`, `restarted`, `arrived`, `left`, `relaunch`, `finish`, `end`, `killed`,
+    /// `died` or `cancelled`.
     pub event: &'a str,
     /// The CPUs it may run on (`;`-separated), or empty.
     pub cpus: &'a str,

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use crate::launcher::{FailureClue, Launcher};
+use crate::launcher::{FailureClue, Launcher, SlurmCancel};
 use crate::run_dir::record;
 
 /// How a rank's process ended.
@@ -63,6 +63,8 @@ pub struct FailureClues {
     /// [`FailureClue::ExitStatuses`]: per host, the wait status of each of its ranks in
     /// rank order.
     statuses: Vec<(String, Vec<i32>)>,
+    /// [`FailureClue::Cancelled`]: the first cancellation said.
+    cancelled: Option<SlurmCancel>,
 }
 
 impl FailureClues {
@@ -97,6 +99,11 @@ impl FailureClues {
     pub fn take(&mut self, clue: FailureClue) {
         match clue {
             FailureClue::ExitStatuses(statuses) => self.statuses = statuses,
+            FailureClue::Cancelled(cancel) => {
+                if self.cancelled.is_none() {
+                    self.cancelled = Some(cancel);
+                }
+            }
             FailureClue::Signalled {
                 rank,
                 pid,
@@ -148,6 +155,13 @@ impl FailureClues {
     /// How the rank ended, if said.
     pub fn ending(&self) -> Option<Ending> {
         self.ending
+    }
+
+    /// The job step (or job) Slurm cancelled, if the launcher passed that on: the ranks
+    /// were then killed by Slurm, and a rank the launcher names as killed did not fail
+    /// by itself.
+    pub fn cancelled(&self) -> Option<&SlurmCancel> {
+        self.cancelled.as_ref()
     }
 }
 

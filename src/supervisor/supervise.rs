@@ -41,7 +41,7 @@ use super::replacement_launch::ReplacementLaunches;
 use super::rms_watch::{self, LaunchShared};
 use super::run_dir_watch::RunDirWatch;
 use super::stall_watch::{self, Stall, StallWatch};
-use crate::launcher::Launcher;
+use crate::launcher::{Launcher, SlurmCancel};
 use crate::run_dir::record::{
     Misplaced, RELAUNCH_REQUEST, misplaced_after, misplaced_mark, processes_mark, request_relaunch,
     restarted_from, unended_ranks,
@@ -72,6 +72,10 @@ pub struct LaunchOutcome {
     pub failure: Option<RankFailure>,
     /// A rank that did not run on its planned host: the job was stopped for it.
     pub misplaced: Option<Misplaced>,
+    /// The job step Slurm cancelled (`scancel` of the step, a time limit), when the
+    /// launcher said so: its ranks were killed by Slurm, and [`LaunchOutcome::failure`]
+    /// is then `None` (no rank failed by itself).
+    pub cancelled: Option<SlurmCancel>,
 }
 
 /// Runs the job, restarting it after a lost host at most `auto_restart` times.
@@ -155,14 +159,30 @@ fn run_launches(
     }
     if outcome.code != 0 && outcome.stopped_by.is_none() && restarts == auto_restart {
         note_failure(spec, &outcome, shared.mark.load(Ordering::SeqCst));
+        if let Some(cancel) = &outcome.cancelled {
+            let why = if auto_restart == 0 {
+                "no --auto-restart".to_owned()
+            } else {
+                format!("--auto-restart {auto_restart} used up")
+            };
+            log::error!(
+                "{cancel}: the job ended ({} exit {}) and is not restarted ({why})",
+                spec.launcher().program(),
+                outcome.code
+            );
+        }
     }
     Ok(outcome.code)
 }
 
-/// Says how the job ended: the rank that died first, its host and how, as far as the
-/// launcher's messages and the run directory tell.
+/// Says how the job ended: Slurm cancelled its step, or the rank that died first, its
+/// host and how, as far as the launcher's messages and the run directory tell.
 fn report_failure(spec: &RunSpec, outcome: &LaunchOutcome) {
     let program = spec.launcher().program();
+    if let Some(cancel) = &outcome.cancelled {
+        log::warn!("{cancel}: the job ended ({program} exit {})", outcome.code);
+        return;
+    }
     match &outcome.failure {
         Some(failure) => log::warn!("{failure}: the job ended ({program} exit {})", outcome.code),
         None => log::warn!(
@@ -174,8 +194,13 @@ fn report_failure(spec: &RunSpec, outcome: &LaunchOutcome) {
 
 /// Records the rank whose death ended the launch whose process events start at `mark`
 /// in `processes.csv`: a `killed` row (by a signal) or a `died` row (an exit code),
-/// with its process, host and iteration as far as they are known.
+/// with its process, host and iteration as far as they are known; when Slurm
+/// cancelled the launch's step, a `cancelled` row for each rank that had not ended.
 fn note_failure(spec: &RunSpec, outcome: &LaunchOutcome, mark: u64) {
+    if outcome.cancelled.is_some() {
+        note_cancelled(spec, mark);
+        return;
+    }
     let Some(failure) = &outcome.failure else {
         return;
     };
@@ -195,6 +220,29 @@ fn note_failure(spec: &RunSpec, outcome: &LaunchOutcome, mark: u64) {
         level: None,
     }
     .append(&spec.run_dir);
+}
+
+/// A `cancelled` row in `processes.csv` for each rank of the launch whose process events
+/// start at `mark` that had not ended when Slurm cancelled its step: its process, node
+/// and iteration as far as they are known.
+fn note_cancelled(spec: &RunSpec, mark: u64) {
+    use crate::run_dir::record;
+    let run_dir = &spec.run_dir;
+    let ranks = unended_ranks(run_dir, mark, spec.ranks).unwrap_or_default();
+    for rank in ranks {
+        let node = record::node_of_rank(run_dir, mark, rank).unwrap_or_default();
+        record::ProcessRow {
+            rank,
+            pid: record::pid_of_rank(run_dir, mark, rank).unwrap_or(0),
+            node: &node,
+            core: None,
+            event: "cancelled",
+            cpus: "",
+            epoch: None,
+            iteration: record::iteration_mark(run_dir, rank),
+        }
+        .append(run_dir);
+    }
 }
 
 /// Why a failed job is not restarted automatically, if it is not: no complete
@@ -393,11 +441,11 @@ fn supervise(
         (0, Some(failed)) => failed,
         (code, _) => code,
     };
-    let failure = (code != 0 && signal == 0)
-        .then(|| {
-            let clues = clues.lock().map(|c| c.clone()).unwrap_or_default();
-            RankFailure::from_clues(&clues, &spec.run_dir, mark)
-        })
+    let clues = clues.lock().map(|c| c.clone()).unwrap_or_default();
+    let failed = code != 0 && signal == 0;
+    let cancelled = clues.cancelled().filter(|_| failed).cloned();
+    let failure = (failed && cancelled.is_none())
+        .then(|| RankFailure::from_clues(&clues, &spec.run_dir, mark))
         .flatten();
     Ok(LaunchOutcome {
         code,
@@ -405,6 +453,7 @@ fn supervise(
         stopped_by: (signal != 0).then_some(signal),
         failure,
         misplaced: misplaced.lock().ok().and_then(|m| m.clone()),
+        cancelled,
     })
 }
 

@@ -800,6 +800,11 @@ fn drain_under_srun(program: &Path) {
 /// --rms slurm --auto-restart 1 RUN_ARGS`, checkpointing every 2 s, with
 /// [`SRUN_TEST_ENV`]; returns once the 4 run and an epoch is committed.
 fn start_srun_job_until_a_checkpoint(salloc: &[&str], run_args: &[&str]) -> SlurmJob {
+    start_srun_job_restarting(salloc, "1", run_args)
+}
+
+/// [`start_srun_job_until_a_checkpoint`] with `--auto-restart AUTO_RESTART`.
+fn start_srun_job_restarting(salloc: &[&str], auto_restart: &str, run_args: &[&str]) -> SlurmJob {
     let program = jacobi();
     let mut args = vec![
         "--launcher",
@@ -807,7 +812,7 @@ fn start_srun_job_until_a_checkpoint(salloc: &[&str], run_args: &[&str]) -> Slur
         "--rms",
         "slurm",
         "--auto-restart",
-        "1",
+        auto_restart,
     ];
     args.extend(run_args);
     let mut env = vec![("RANKMIG_CKPT_SECONDS", "2")];
@@ -835,14 +840,111 @@ fn srun_restarts_the_job_as_a_new_step_after_a_killed_rank() {
         return;
     }
     let _lock = slurm_lock();
-    let program = jacobi().to_path_buf();
     let job = start_srun_job_until_a_checkpoint(&["-N", "2", "--ntasks-per-node", "2"], &[]);
-    let ranks = || job_hosts_of(&job.run_dir(), &program);
+    restarted_as_a_new_step(job, |ranks| {
+        // SAFETY: kill(2) on a rank process of the job.
+        unsafe { libc::kill(ranks[1] as i32, libc::SIGKILL) };
+    });
+}
+
+/// Under `rankmig run --launcher srun --auto-restart 1`, the job step cancelled by
+/// Slurm (`scancel JOB.STEP`, the step read from a rank's environment, from outside):
+/// the job says Slurm cancelled that step, records a `cancelled` row for each of its 4
+/// ranks in `processes.csv`, and starts again as a new step from the last committed
+/// checkpoint, as after a killed rank ([`restarted_as_a_new_step`]).
+#[test]
+fn srun_a_step_cancelled_by_slurm_is_recorded_and_the_job_restarts_as_a_new_step() {
+    if slurm_conf().is_none() {
+        return;
+    }
+    let _lock = slurm_lock();
+    let job = start_srun_job_until_a_checkpoint(&["-N", "2", "--ntasks-per-node", "2"], &[]);
+    let step = std::cell::RefCell::new(String::new());
+    let (err, processes) = restarted_as_a_new_step(job, |ranks| {
+        *step.borrow_mut() = step_of(ranks[0]);
+        scancel_step(&step.borrow());
+    });
+    let step = step.into_inner();
+    assert!(
+        err.contains(&format!(
+            "Slurm cancelled job step {step} (said by slurmstepd on"
+        )),
+        "{err}"
+    );
+    let cancelled: Vec<usize> = processes
+        .into_iter()
+        .filter(|(_, _, _, event)| event == "cancelled")
+        .map(|(rank, _, _, _)| rank)
+        .collect();
+    assert_eq!(cancelled.len(), 4, "cancelled rows: {cancelled:?}");
+}
+
+/// Without `--auto-restart`, the job whose step Slurm cancelled ends with an error that
+/// says so and how to resume it, and a `cancelled` row for each rank.
+#[test]
+fn srun_a_step_cancelled_by_slurm_without_auto_restart_ends_the_job_with_that_error() {
+    if slurm_conf().is_none() {
+        return;
+    }
+    let _lock = slurm_lock();
+    let mut job = start_srun_job_restarting(&["-N", "2", "--ntasks-per-node", "2"], "0", &[]);
+    let pid = *job_hosts_of(&job.run_dir(), jacobi())
+        .keys()
+        .next()
+        .expect("a rank");
+    let step = step_of(pid);
+    scancel_step(&step);
+    let child = job.child.take().expect("running");
+    let out = job.output_of(child);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "Slurm cancelled job step {step} (said by slurmstepd on"
+        )) && err.contains("is not restarted (no --auto-restart)")
+            && err.contains("rankmig run --restart"),
+        "{err}"
+    );
+    let cancelled = support::processes_csv(&job.run_dir())
+        .into_iter()
+        .filter(|(_, _, _, event)| event == "cancelled")
+        .count();
+    assert_eq!(cancelled, 4);
+}
+
+/// The job step (`JOB.STEP`) of process `pid`, from its environment (read from outside).
+fn step_of(pid: u32) -> String {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).expect("the rank's environment");
+    let var = |name: &str| {
+        env.split(|&b| b == 0)
+            .find_map(|v| v.strip_prefix(format!("{name}=").as_bytes()))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_else(|| panic!("{name} in the environment of {pid}"))
+    };
+    format!("{}.{}", var("SLURM_JOB_ID"), var("SLURM_STEP_ID"))
+}
+
+/// `scancel STEP`.
+fn scancel_step(step: &str) {
+    let out = slurm_command("scancel", &[step]);
+    assert!(out.status.success(), "scancel {step}: {}", stderr(&out));
+}
+
+/// Ends the step of `job` (4 ranks of the Jacobi example, `--auto-restart 1`) with
+/// `end_step`, given the ranks' processes; then every rank's process must be new, no
+/// MPI launcher may run at any time (the ranks' parents are `slurmstepd`), the restart
+/// must be said and the result be a plain run's. Returns the job's standard error and
+/// the rows of its `processes.csv` ([`support::processes_csv`]).
+fn restarted_as_a_new_step(
+    job: SlurmJob,
+    end_step: impl FnOnce(&[u32]),
+) -> (String, Vec<(usize, u32, String, String)>) {
+    let program = jacobi();
+    let ranks = || job_hosts_of(&job.run_dir(), program);
     let before: Vec<u32> = ranks().into_keys().collect();
     let launchers = mpi_launcher_processes(&job.job_id());
     assert!(launchers.is_empty(), "at the start: {launchers:?}");
-    // SAFETY: kill(2) on a rank process of the job.
-    unsafe { libc::kill(before[1] as i32, libc::SIGKILL) };
+    end_step(&before);
     wait_until("4 new rank processes", Duration::from_secs(180), || {
         let now = ranks();
         now.len() == 4 && now.keys().all(|pid| !before.contains(pid))
@@ -856,10 +958,12 @@ fn srun_restarts_the_job_as_a_new_step_after_a_killed_rank() {
             "rank process {pid}"
         );
     }
+    let processes = support::processes_csv(&job.run_dir());
     let out = job.finish();
     let err = stderr(&out);
     assert!(err.contains("restarted from checkpoint epoch"), "{err}");
-    support::assert_same_as_plain_run(&out, 4, &program, &["--size", "96"], &[]);
+    support::assert_same_as_plain_run(&out, 4, program, &["--size", "96"], &[]);
+    (err, processes)
 }
 
 /// Under `rankmig run --launcher srun`, a node that dies (its slurmd, its step daemon
