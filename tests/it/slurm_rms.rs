@@ -693,10 +693,10 @@ fn srun_starts_the_job_as_a_step_and_a_drain_moves_ranks_by_a_new_step() {
 /// 2026-11-29). Whether a segment is that long depends on what follows UCX's address
 /// in the process's memory (MPICH sends 4096 bytes whatever the address's length; runs
 /// of zero bytes are encoded short): the Rust Jacobi's came out short, the C twin's
-/// replacements' did not (3 runs of 3, by hand and under this test), while its first
-/// step of 6 ranks started every time. With `MPIR_CVAR_CH4_NETMOD=ofi` (short, fixed
-/// length addresses) the replacements joined live, but the job then hung in its first
-/// `MPI_Sendrecv` (2 runs of 2, with and without `FI_PROVIDER=tcp`).
+/// replacements' did not (4 runs of 4 by hand, 3 of 3 under this test earlier), while
+/// its first step of 6 ranks started every time. With `MPIR_CVAR_CH4_NETMOD=ofi`
+/// (short, fixed length addresses) the replacements joined live, but the job then hung
+/// in its first `MPI_Sendrecv` (2 runs of 2, with and without `FI_PROVIDER=tcp`).
 #[test]
 fn srun_runs_a_c_code_built_from_an_installed_prefix_and_a_drain_moves_its_ranks() {
     if slurm_conf().is_none() {
