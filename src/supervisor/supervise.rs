@@ -240,6 +240,7 @@ fn note_cancelled(spec: &RunSpec, mark: u64) {
             cpus: "",
             epoch: None,
             iteration: record::iteration_mark(run_dir, rank),
+            level: None,
         }
         .append(run_dir);
     }
