@@ -241,10 +241,19 @@ pub fn next_step(spec: &RunSpec) -> String {
             spec.ckpt_dir.display(),
             spec.run_dir.display()
         ),
-        None => format!(
-            "the job did not finish and {} holds no complete checkpoint: run it again from its start",
-            spec.ckpt_dir.display()
-        ),
+        None => match &spec.ckpt_local {
+            // The node-local directories lie on the hosts, out of this process's sight.
+            Some(local) => format!(
+                "the job did not finish; {} holds no complete checkpoint, but the node-local directories ({}) may: resume it with `rankmig run --restart {}` (a host that is gone for good must first leave the availability file; if no epoch is whole there either, the ranks say so, and the job must run again from its start)",
+                spec.ckpt_dir.display(),
+                local.display(),
+                spec.run_dir.display()
+            ),
+            None => format!(
+                "the job did not finish and {} holds no complete checkpoint: run it again from its start",
+                spec.ckpt_dir.display()
+            ),
+        },
     }
 }
 
@@ -275,6 +284,31 @@ fn newest_complete_checkpoint(ckpt_dir: &std::path::Path) -> Option<(String, u64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job that did not finish with an empty checkpoint directory: run from the start,
+    /// unless node-local checkpoints (out of `rankmig run`'s sight) may hold an epoch.
+    #[test]
+    fn the_next_step_after_a_failure_counts_the_node_local_directories() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = format!(
+            r#"{{"ranks": 2, "availability": "/a", "matrix": null, "ckpt_dir": {:?},
+                "run_dir": "/r", "check_every": 0, "program": ["app"], "env": []}}"#,
+            dir.path().display().to_string()
+        );
+        let mut spec: RunSpec = serde_json::from_str(&text).expect("spec");
+        assert!(
+            next_step(&spec).contains("run it again from its start"),
+            "{}",
+            next_step(&spec)
+        );
+        spec.ckpt_local = Some("/dev/shm/me/%h".into());
+        let step = next_step(&spec);
+        assert!(
+            step.contains("resume it with `rankmig run --restart /r`"),
+            "{step}"
+        );
+        assert!(step.contains("/dev/shm/me/%h"), "{step}");
+    }
 
     #[test]
     fn a_recorded_migration_becomes_one_line_with_its_moves() {
