@@ -225,6 +225,42 @@ fn the_last_epoch_flushed_is_committed_in_the_shared_directory_before_finalize_r
     );
 }
 
+/// Four ranks on hosts h0 and h1 make one save with h1's node-local directory spoilt
+/// by `spoil` (run once every context exists, before the save), with nothing flushed
+/// otherwise; returns each rank's notes after checking that h1's ranks said `said` and
+/// that the shared directory holds the epoch whole and committed.
+fn one_save_with_h1_spoilt(
+    tmp: &Path,
+    spoil: impl Fn() + Send + Sync + 'static,
+    said: &str,
+) -> CheckpointConfig {
+    let c = cfg(tmp).flush_every(1000);
+    let notes = on_hosts(4, two_hosts, {
+        let c = c.clone();
+        move |rank, coll| {
+            let mut ctx = CheckpointContext::new(c.clone(), coll).unwrap();
+            if rank == 2 {
+                spoil();
+            }
+            ctx.collective().barrier();
+            ctx.save_now(&2u64).unwrap();
+            ctx.finalize().unwrap();
+            ctx.notes().to_vec()
+        }
+    });
+    for rank in [2, 3] {
+        assert!(
+            notes[rank].iter().any(|n| n.contains(said)),
+            "rank {rank}: {:?}",
+            notes[rank]
+        );
+    }
+    let shared = epoch_dir(&tmp.join("shared"), 1);
+    assert_eq!(ranks_in(&shared), vec![0, 1, 2, 3]);
+    assert!(shared.join(COMMIT_MARKER).is_file());
+    c
+}
+
 /// A node-local directory that cannot take the save (here a file stands where host h1's
 /// epoch directory goes; a full disk fails the same way): h1's ranks write the epoch to
 /// the shared directory instead and say so, the other ranks flush theirs there too, the
@@ -232,37 +268,9 @@ fn the_last_epoch_flushed_is_committed_in_the_shared_directory_before_finalize_r
 #[test]
 fn a_node_local_directory_that_fails_sends_the_epoch_to_the_shared_directory() {
     let tmp = tempfile::tempdir().unwrap();
-    let c = cfg(tmp.path()).flush_every(1000);
-    let notes = on_hosts(4, two_hosts, {
-        let c = c.clone();
-        let blocker = epoch_dir(&tmp.path().join("local/h1"), 1);
-        move |rank, coll| {
-            let mut ctx = CheckpointContext::new(c.clone(), coll).unwrap();
-            if rank == 2 {
-                fs::write(&blocker, b"in the way").unwrap();
-            }
-            ctx.collective().barrier();
-            let mut s = 0u64;
-            for _ in 0..2 {
-                s += 1;
-                ctx.checkpoint(&s).unwrap();
-            }
-            ctx.finalize().unwrap();
-            ctx.notes().to_vec()
-        }
-    });
-    for rank in [2, 3] {
-        assert!(
-            notes[rank]
-                .iter()
-                .any(|n| n.contains("instead of the node-local directory")),
-            "rank {rank}: {:?}",
-            notes[rank]
-        );
-    }
-    let shared = epoch_dir(&tmp.path().join("shared"), 1);
-    assert_eq!(ranks_in(&shared), vec![0, 1, 2, 3]);
-    assert!(shared.join(COMMIT_MARKER).is_file());
+    let blocker = epoch_dir(&tmp.path().join("local/h1"), 1);
+    let spoil = move || fs::write(&blocker, b"in the way").unwrap();
+    let c = one_save_with_h1_spoilt(tmp.path(), spoil, "instead of the node-local directory");
     fs::remove_dir_all(tmp.path().join("local")).unwrap();
     let restored = on_hosts(4, two_hosts, move |_, coll| {
         let mut ctx = CheckpointContext::new(c.clone().restart(true), coll).unwrap();
@@ -300,36 +308,9 @@ fn a_partner_copy_replaced_by_a_link_is_not_followed() {
     );
 }
 
-/// A tmpfs mounted on a directory until dropped; `None` where this process may not
-/// mount one (not root).
-struct SmallFs(PathBuf);
-
-impl SmallFs {
-    fn mount(dir: &Path, size: &str) -> Option<Self> {
-        fs::create_dir_all(dir).unwrap();
-        let ok = std::process::Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size},mode=0700"),
-                "tmpfs",
-            ])
-            .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Self(dir.to_owned()))
-    }
-}
-
-impl Drop for SmallFs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
+#[path = "../../tests/it/support/small_fs.rs"]
+mod small_fs;
+use small_fs::SmallFs;
 
 /// Host h1's node-local directory is a full tmpfs: its ranks' saves go to the shared
 /// directory with "No space left on device" said, and the epoch is whole there.
@@ -340,34 +321,11 @@ fn a_full_node_local_disk_sends_the_save_to_the_shared_directory() {
         eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
         return;
     };
-    let c = cfg(tmp.path()).flush_every(1000);
-    let notes = on_hosts(4, two_hosts, {
-        let c = c.clone();
-        let filler = disk.0.join("filler");
-        move |rank, coll| {
-            let mut ctx = CheckpointContext::new(c.clone(), coll).unwrap();
-            if rank == 2 {
-                // Fill the disk, whatever its block accounting: write until refused.
-                let mut f = fs::File::create(&filler).unwrap();
-                while std::io::Write::write_all(&mut f, &[7u8; 4096]).is_ok() {}
-            }
-            ctx.collective().barrier();
-            let state = vec![1.5f64; 1024];
-            ctx.save_now(&state).unwrap();
-            ctx.finalize().unwrap();
-            ctx.notes().to_vec()
-        }
-    });
-    for rank in [2, 3] {
-        assert!(
-            notes[rank]
-                .iter()
-                .any(|n| n.contains("No space left on device")),
-            "rank {rank}: {:?}",
-            notes[rank]
-        );
-    }
-    let shared = epoch_dir(&tmp.path().join("shared"), 1);
-    assert_eq!(ranks_in(&shared), vec![0, 1, 2, 3]);
-    assert!(shared.join(COMMIT_MARKER).is_file());
+    let filler = disk.0.join("filler");
+    let spoil = move || {
+        // Fill the disk, whatever its block accounting: write until refused.
+        let mut f = fs::File::create(&filler).unwrap();
+        while std::io::Write::write_all(&mut f, &[7u8; 4096]).is_ok() {}
+    };
+    one_save_with_h1_spoilt(tmp.path(), spoil, "No space left on device");
 }

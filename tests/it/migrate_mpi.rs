@@ -665,34 +665,6 @@ fn second_job_on_one_file() -> Result<(), Hung> {
     Ok(())
 }
 
-/// A tmpfs of `size` mounted on `dir` until dropped; `None` where this process may not
-/// mount one (not root).
-struct SmallFs(PathBuf);
-
-impl SmallFs {
-    fn mount(dir: &Path, size: &str) -> Option<Self> {
-        fs::create_dir_all(dir).expect("mount point");
-        let ok = Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size},mode=0700"),
-                "tmpfs",
-            ])
-            .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Self(dir.to_owned()))
-    }
-}
-
-impl Drop for SmallFs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
 #[test]
 fn a_full_checkpoint_disk_refuses_the_migration_and_the_job_moves_once_there_is_room() {
     let _lock = mpi_lock();
@@ -702,7 +674,7 @@ fn a_full_checkpoint_disk_refuses_the_migration_and_the_job_moves_once_there_is_
 fn full_checkpoint_disk() -> Result<(), Hung> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let Some(disk) = SmallFs::mount(&d.join("disk"), "4m") else {
+    let Some(disk) = support::small_fs::SmallFs::mount(&d.join("disk"), "4m") else {
         eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
         return Ok(());
     };

@@ -7,6 +7,7 @@ pub mod job;
 pub mod limited;
 pub mod prefix;
 pub mod skip;
+pub mod small_fs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
