@@ -4,110 +4,22 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rankmig::matrix::{CommMatrix, MatrixError};
-use rankmig::output::{HostsError, OutputError};
-use rankmig::topology::{CpuSelectionError, IndexListError, TopologyError, Tree};
-use rankmig::treematch::MapError;
-use rankmig::treematch::mapping_file::{self, MappingFileError};
-use rankmig::treematch::metrics::{LinkCosts, evaluate};
+use rankmig::output::OutputError;
+use rankmig::treematch::mapping_file;
+use rankmig::treematch::metrics::evaluate;
 
-use rankmig::availability::{Availability, AvailabilityError};
+use rankmig::availability::Availability;
 use rankmig::config::{ConfigError, Configuration};
 use rankmig::output::plan::{SimulationStep, placement_rankfile_on, plan_text, simulation_text};
 use rankmig::output::simulation_csv;
-use rankmig::planner::{Placement, PlacementError, PlanError, PlanOptions};
+use rankmig::planner::{Placement, PlanOptions};
 use rankmig::supervisor::run_settings::RunError;
 
 use crate::cli::{
-    Cli, Command, CostArgs, InspectArgs, MatrixArgs, PlaceArgs, PlaceFormat, PlanArgs, PlanFormat,
-    RunArgs, SimulateArgs, SimulateFormat, StepArgs, TopologyArgs, TreeArgs,
+    Cli, Command, CostArgs, InspectArgs, PlaceArgs, PlaceFormat, PlanArgs, PlanFormat, RunArgs,
+    SimulateArgs, SimulateFormat, StepArgs, TopologyArgs,
 };
-
-/// Everything that can make a command fail; [`CliError::exit_code`] gives the process
-/// exit code of each.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Matrix(#[from] MatrixError),
-    #[error(transparent)]
-    Topology(#[from] TopologyError),
-    #[error(transparent)]
-    Map(#[from] MapError),
-    #[error(transparent)]
-    Output(#[from] OutputError),
-    #[error("{option}: {source}")]
-    IndexList {
-        option: &'static str,
-        source: IndexListError,
-    },
-    #[error(
-        "{option}: no rank slot (a group of {cores_per_rank} leaves of a node) has all of its leaves selected"
-    )]
-    NoWholeGroup {
-        option: &'static str,
-        cores_per_rank: usize,
-    },
-    #[error("--allowed {value}: {source}{hint}")]
-    AllowedCpus {
-        value: String,
-        source: CpuSelectionError,
-        hint: &'static str,
-    },
-    #[error(transparent)]
-    MappingFile(#[from] MappingFileError),
-    #[error(transparent)]
-    Hosts(#[from] HostsError),
-    #[error(transparent)]
-    Availability(#[from] AvailabilityError),
-    #[error(transparent)]
-    Placement(#[from] PlacementError),
-    #[error(transparent)]
-    Plan(#[from] PlanError),
-    #[error("cannot encode JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error(transparent)]
-    Checkpoint(#[from] rankmig::checkpoint::CheckpointError),
-    /// `inspect --verify` found a complete epoch with a corrupt or missing file.
-    #[error("{}: a complete epoch has a corrupt or missing file", dir.display())]
-    CorruptCheckpoint { dir: PathBuf },
-    #[error(transparent)]
-    EmulatedHost(#[from] rankmig::emulated_cluster::EmulatedHostError),
-    #[error(transparent)]
-    Run(#[from] RunError),
-    #[error(transparent)]
-    BindExec(crate::bind_exec::BindExecError),
-    #[error(transparent)]
-    Report(#[from] rankmig::report::ReportError),
-    #[error("{}: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("the job ended with exit code {0}")]
-    JobFailed(i32),
-}
-
-impl CliError {
-    /// Process exit code for this error: 2 for a command line that does not make sense
-    /// (clap exits 2 for its own usage errors too), the job's own code when it failed,
-    /// 255 for an emulated host that is down (as `ssh`), 1 for any other error (input
-    /// files, a corrupt checkpoint, what this machine cannot do).
-    pub fn exit_code(&self) -> i32 {
-        use rankmig::emulated_cluster::EmulatedHostError;
-        match self {
-            CliError::Hosts(_) | CliError::EmulatedHost(EmulatedHostError::Usage(_)) => 2,
-            CliError::Run(err) if err.is_usage() => 2,
-            CliError::JobFailed(code) => *code,
-            // as a shell exits when it cannot execute a command
-            CliError::BindExec(_) => 127,
-            // as `ssh` exits when it cannot reach a host
-            CliError::EmulatedHost(EmulatedHostError::Down { .. }) => 255,
-            _ => 1,
-        }
-    }
-}
+use crate::cli_error::{CliError, link_costs, load_matrix, load_tree};
 
 /// Runs the parsed command line, with the configuration files as read for `run` and
 /// `config` (their error stops these two, before anything starts).
@@ -144,22 +56,6 @@ pub fn run(cli: Cli, config: Option<Result<Configuration, ConfigError>>) -> Resu
             Ok(())
         }
     }
-}
-
-pub(crate) fn load_matrix(args: &MatrixArgs) -> Result<CommMatrix, CliError> {
-    Ok(CommMatrix::load(&args.matrix, args.matrix_format)?)
-}
-
-fn load_tree(args: &TreeArgs) -> Result<Tree, CliError> {
-    let node = args.topology.load_with(args.leaves, args.cache_levels())?;
-    Ok(Tree::cluster(&node, args.nodes as usize)?)
-}
-
-pub(crate) fn link_costs(costs: Option<&str>, tree: &Tree) -> Result<LinkCosts, CliError> {
-    Ok(match costs {
-        Some(list) => LinkCosts::parse_for(list, tree)?,
-        None => LinkCosts::default_for(tree.depth()),
-    })
 }
 
 fn run_cost(args: &CostArgs) -> Result<(), CliError> {

@@ -5,6 +5,7 @@
 
 mod bind_exec;
 mod cli;
+mod cli_error;
 mod commands;
 mod map_command;
 mod report_command;

@@ -11,7 +11,7 @@ use rankmig::treematch::metrics::evaluate;
 use rankmig::treematch::{MapOptions, baselines, map};
 
 use crate::cli::MapArgs;
-use crate::commands::{CliError, link_costs, load_matrix};
+use crate::cli_error::{CliError, link_costs, load_matrix};
 
 /// `rankmig map`: maps, measures and writes the report.
 pub fn run_map(args: &MapArgs) -> Result<(), CliError> {

@@ -6,7 +6,7 @@ use std::path::Path;
 use rankmig::matrix::MatrixFormat;
 
 use crate::cli::ReportArgs;
-use crate::commands::CliError;
+use crate::cli_error::CliError;
 
 /// The `--matrix-format` the run of `run_dir` was given (its `run.json`, read by the
 /// supervisor's [`rankmig::supervisor::launch::load_spec`]), which the ranks write

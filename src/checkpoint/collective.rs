@@ -21,9 +21,9 @@ pub trait Collective {
     /// must send it exactly one message, and a message may go to this rank itself.
     fn exchange_bytes(&self, sends: &[(u32, &[u8])], from: &[u32], reserve: usize) -> Vec<Vec<u8>>;
     /// The name of the host this rank runs on (where its node-local checkpoints go,
-    /// see [`super::partner`]): the kernel's host name.
+    /// see [`super::levels`]): the kernel's host name ([`kernel_host_name`]).
     fn host_name(&self) -> String {
-        super::partner::host_name()
+        kernel_host_name()
     }
 }
 
@@ -63,6 +63,19 @@ impl Collective for LocalCollective {
             })
             .collect()
     }
+}
+
+/// This process's host name as the kernel gives it (`gethostname`); empty if it cannot.
+/// Emulated hosts (UTS namespaces) have their own.
+pub fn kernel_host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; the name is NUL-terminated or fills it.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 /// Minimum over all ranks of `v`, through [`Collective::all_max`].

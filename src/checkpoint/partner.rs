@@ -13,14 +13,9 @@ use std::collections::BTreeMap;
 
 use super::collective::Collective;
 
-/// A number naming this process's host: a hash of its host name, never 0 (0 means "no
-/// value" in a gather through [`Collective::all_max`]). Emulated hosts (UTS
-/// namespaces) have their own names, hence their own numbers.
-pub fn host_id() -> u64 {
-    host_id_of(&host_name())
-}
-
-/// The number [`host_id`] gives the host called `name`.
+/// A number naming the host called `name` (a hash of the name), never 0 (0 means "no
+/// value" in a gather through [`Collective::all_max`]). Emulated hosts (UTS namespaces)
+/// have their own names, hence their own numbers.
 ///
 /// ```
 /// use rankmig::checkpoint::partner::host_id_of;
@@ -30,18 +25,6 @@ pub fn host_id() -> u64 {
 /// ```
 pub fn host_id_of(name: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(name.as_bytes()).max(1)
-}
-
-/// This process's host name as the kernel gives it (`gethostname`); empty if it cannot.
-pub fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; the name is NUL-terminated or fills it.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 /// Gathers every rank's value: element `r` of the result is rank `r`'s `mine`.
