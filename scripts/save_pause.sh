@@ -14,20 +14,44 @@
 # iterations at the median (rank 0's iterations and clock: the save, the write on its
 # thread, the checks, the commit); the control's iterations at the same times since the
 # start of the loop give what this machine's noise gives alone (and the difference of
-# the two windows is printed). Then the medians over the rounds.
+# the two windows is printed). Then the medians over the rounds. The probe's wall clock
+# at the start of its loop (TIMES/clock-PID.txt) places each save on the clock of the
+# file times: the time from the save to the newest rank file and to the commit marker.
+#
+# LEVEL (issue 53) says where the saves go, one level or several separated by spaces,
+# run one after the other in each round (then the control), so that the load of the
+# machine falls on all alike:
+#   shared  the checkpoint directory alone (--ckpt-dir, in the work directory; default)
+#   local   --ckpt-local on LOCAL_DIR (default a directory made in /dev/shm) with
+#           --ckpt-flush-every 1000000000 (no flush in the run): the node-local file and,
+#           with CLUSTER=1, the partner's copy sent over MPI to the other host; the
+#           commit is the node-level marker of every host
+#   flush   the same with --ckpt-flush-every 1: every epoch is also copied to the
+#           checkpoint directory by the flush thread once committed at the node level;
+#           the flush's window (from the node-level commit to the newest rank file in
+#           the checkpoint directory) and the iterations that ran in it are printed,
+#           beside the control's iterations at the same times, and when the shared
+#           directory's commit marker was written
+# CLUSTER=1 runs on the emulated cluster: hosts h1 and h2 (UTS namespaces of this
+# machine, RANKS/2 cores each, --emulated-cluster, the node-local directory DIR/h1 and
+# DIR/h2), so that partner copies go to another host (needs root or user namespaces);
+# without it every rank runs on this host and a save has no partner copy.
 #
 # BASE=DIR compares with another checkout of rankmig (e.g. `git worktree add DIR COMMIT`,
 # with its own target directory): each checkout is installed by its own scripts/install.sh
 # into target/IMPL/save-pause-prefix, this checkout's probe is built against each, and the
 # runs alternate base, this, base, this (ROUNDS rounds of a saving run of each, then a
 # control of each), so that the load of the machine falls on both alike; the summary gives
-# the ratio this/base.
+# the ratio this/base. With several levels or versions the summary gives each one's ratio
+# to the first.
 #
 # Usage: scripts/save_pause.sh [STATE_MB] (default 8). Environment: RANKS (4), DURATION (20),
-# EVERY (2), WINDOW (500), ROUNDS (3), BASE, IMPL (openmpi4, Debian's Open MPI 4.1.4, the
-# default; or openmpi418 or mpich: PyPI's Open MPI 4.1.8 or MPICH of scripts/setup.sh,
-# built in target/IMPL), KEEP=1 keeps the work directory (made by mktemp, so under TMPDIR,
-# where the checkpoints go too), and any RANKMIG_* variable.
+# EVERY (2), WINDOW (500), ROUNDS (3), LEVEL (shared), CLUSTER, LOCAL_DIR, BASE, IMPL
+# (openmpi4, Debian's Open MPI 4.1.4, the default; or openmpi418 or mpich: PyPI's Open
+# MPI 4.1.8 or MPICH of scripts/setup.sh, built in target/IMPL), CARGO_TARGET_DIR (this
+# checkout's target directory instead of target or target/IMPL), KEEP=1 keeps the work
+# directory (made by mktemp, so under TMPDIR, where the checkpoints go too) and the
+# node-local one, and any RANKMIG_* variable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -38,13 +62,30 @@ HALF=$((RANKS / 2))
 DURATION=${DURATION:-20}
 EVERY=${EVERY:-2}
 ROUNDS=${ROUNDS:-3}
+read -r -a levels <<<"${LEVEL:-shared}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 case $IMPL in
   openmpi4 | openmpi418 | mpich) ;;
   *) echo "save_pause: IMPL must be openmpi4, openmpi418 or mpich" >&2; exit 2 ;;
 esac
+node_local=no
+for level in "${levels[@]}"; do
+  case $level in
+    shared) ;;
+    local | flush) node_local=yes ;;
+    *) echo "save_pause: LEVEL must be shared, local or flush (or several of them)" >&2; exit 2 ;;
+  esac
+done
+[ ${#levels[@]} -gt 0 ] || { echo "save_pause: LEVEL is empty" >&2; exit 2; }
+THIS_TARGET=${CARGO_TARGET_DIR:-}
+unset CARGO_TARGET_DIR
 work=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"; echo "work: $work"' EXIT
+local_root=
+if [ $node_local = yes ]; then
+  local_root=${LOCAL_DIR:-$(mktemp -d /dev/shm/save-pause.XXXXXX)}
+  mkdir -p "$local_root"
+fi
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work" ${local_root:+"$local_root"}; echo "work: $work${local_root:+, node-local: $local_root}"' EXIT
 
 # Installs the checkout $2 into its target/IMPL/save-pause-prefix with its own install.sh
 # and builds this checkout's probe against it as $work/$1/pause-probe.
@@ -56,6 +97,7 @@ build() {
       target=$tree/target/$IMPL
       export PATH="$tree/target/mpi/$IMPL/bin:$PATH"
     fi
+    [ "$name" = this ] && [ -n "$THIS_TARGET" ] && target=$THIS_TARGET
     prefix=$target/save-pause-prefix
     CARGO_TARGET_DIR=$target bash "$tree/scripts/install.sh" --prefix "$prefix" >"$work/$name-install.log" 2>&1 ||
       { echo "save_pause: $tree/scripts/install.sh --prefix $prefix failed (see $work/$name-install.log)" >&2; exit 1; }
@@ -75,13 +117,44 @@ if [ -n "${BASE:-}" ]; then
 fi
 build this "$ROOT"
 versions+=(this)
+# A variant is a level and a version, run in that order in each round; with the shared
+# level alone it is named as the version (as before levels existed).
+variants=() variant_version=() variant_level=()
+for level in "${levels[@]}"; do
+  for version in "${versions[@]}"; do
+    if [ ${#levels[@]} = 1 ] && [ "$level" = shared ]; then
+      variants+=("$version")
+    elif [ ${#versions[@]} = 1 ]; then
+      variants+=("$level")
+    else
+      variants+=("$version-$level")
+    fi
+    variant_version+=("$version") variant_level+=("$level")
+  done
+done
 
-# Records each epoch of the checkpoint directory $1 while process $2 runs, in file $3:
-# "epoch calls newest-rank-file-mtime commit-mtime" (mtimes in seconds, 0 if not seen).
+where=()
+first=n1 second=n2
+hosts=1
+if [ -n "${CLUSTER:-}" ]; then
+  printf 'h1 slots=%s\nh2 slots=%s\n' "$HALF" "$HALF" >"$work/hosts"
+  where=(--hostfile "$work/hosts" --emulated-cluster --node-topology "synthetic:core:$HALF pu:1")
+  first=h1 second=h2 hosts=2
+fi
+
+# Records each epoch while process $2 runs, in file $3: "epoch calls newest-file-mtime
+# commit-mtime shared-newest-file-mtime shared-commit-mtime" (mtimes in seconds, 0 if
+# not seen). $1 is the checkpoint directory; $4, if given, the node-local directory
+# (DIR/HOST with CLUSTER=1), whose rank files and partner copies give the first two
+# times (the commit: the last of the $5 hosts' markers); the checkpoint directory's
+# give the last two (with $4: the flush).
 watch_epochs() {
   python3 - "$@" <<'EOF'
 import glob, os, struct, sys, time
 ckpt, pid, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+local = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
+hosts = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+# epoch -> [calls, newest file, commit, shared newest file, shared commit]
 seen = {}
 def alive():
     try:
@@ -89,66 +162,99 @@ def alive():
         return True
     except OSError:
         return False
-def scan():
-    for d in glob.glob(f"{ckpt}/job-*/epoch-*"):
-        epoch = int(d.rsplit("-", 1)[1])
-        e = seen.setdefault(epoch, [None, 0.0, 0.0])
+def newest(paths):
+    return max(os.stat(p).st_mtime for p in paths)
+def scan_dirs(pattern, first, with_calls, markers):
+    """Epoch directories matching pattern (one per host): the newest file and the last
+    commit marker, once `markers` markers exist, into slots first, first + 1."""
+    by_epoch = {}
+    for d in glob.glob(pattern):
+        by_epoch.setdefault(int(d.rsplit("-", 1)[1]), []).append(d)
+    for epoch, dirs in by_epoch.items():
+        e = seen.setdefault(epoch, [None, 0.0, 0.0, 0.0, 0.0])
         try:
-            if e[0] is None:
-                with open(f"{d}/rank-000000.ckpt", "rb") as f:
-                    e[0] = struct.unpack_from("<Q", f.read(40), 32)[0]
-            if not e[2]:
-                commit = os.stat(f"{d}/COMMIT").st_mtime
-                e[1] = max(os.stat(p).st_mtime for p in glob.glob(f"{d}/rank-*.ckpt"))
-                e[2] = commit
-        except (OSError, struct.error):
+            if with_calls and e[0] is None:
+                for d in dirs:
+                    if os.path.exists(f"{d}/rank-000000.ckpt"):
+                        with open(f"{d}/rank-000000.ckpt", "rb") as f:
+                            e[0] = struct.unpack_from("<Q", f.read(40), 32)[0]
+            if not e[first + 1]:
+                commits = [os.stat(f"{d}/COMMIT").st_mtime for d in dirs
+                           if os.path.exists(f"{d}/COMMIT")]
+                if len(commits) >= markers:
+                    files = [p for d in dirs for p in glob.glob(f"{d}/rank-*.ckpt") +
+                             glob.glob(f"{d}/copy-*.ckpt")]
+                    e[first] = newest(files)
+                    e[first + 1] = max(commits)
+        except (OSError, struct.error, ValueError):
             pass
+def scan():
+    if local is None:
+        scan_dirs(f"{ckpt}/job-*/epoch-*", 1, True, 1)
+    else:
+        pattern = f"{local}/*/job-*/epoch-*" if hosts > 1 else f"{local}/job-*/epoch-*"
+        scan_dirs(pattern, 1, True, hosts)
+        scan_dirs(f"{ckpt}/job-*/epoch-*", 3, False, 1)
 while alive():
     scan()
-    time.sleep(0.1)
+    time.sleep(0.05)
 scan()
 with open(out, "w") as f:
-    for epoch, (calls, written, commit) in sorted(seen.items()):
+    for epoch, (calls, written, commit, s_written, s_commit) in sorted(seen.items()):
         if calls is not None:
-            f.write(f"{epoch} {calls} {written:.6f} {commit:.6f}\n")
+            f.write(f"{epoch} {calls} {written:.6f} {commit:.6f} {s_written:.6f} {s_commit:.6f}\n")
 EOF
 }
 
-# One run of version $1 ($2: save or control), numbered $3.
+# One run of variant $1 (version $2, level $3; $4: save or control), numbered $5.
 run() {
-  local version=$1 kind=$2 n=$3 seconds=$EVERY dir
+  local variant=$1 version=$2 level=$3 kind=$4 n=$5 seconds=$EVERY dir name
   [ "$kind" = control ] && seconds=1000000
-  dir=$work/$version-$kind-$n
+  name=$variant-$kind-$n
+  [ "$kind" = control ] && name=$version-control-$n
+  dir=$work/$name
   mkdir -p "$dir/times"
-  printf 'n1 %s\nn2 %s\n' "$HALF" "$HALF" >"$dir/av"
-  RANKMIG_CKPT_SECONDS=$seconds "$work/$version/rankmig" run -n "$RANKS" -a "$dir/av" \
-    --run-dir "$dir/run" --settle 0 -- \
+  printf '%s %s\n%s %s\n' "$first" "$HALF" "$second" "$HALF" >"$dir/av"
+  local levels_args=() local_dir=
+  case $level in
+    local) local_dir=$local_root/$name levels_args=(--ckpt-local "$local_dir" --ckpt-flush-every 1000000000) ;;
+    flush) local_dir=$local_root/$name levels_args=(--ckpt-local "$local_dir" --ckpt-flush-every 1) ;;
+  esac
+  RANKMIG_CKPT_SECONDS=$seconds "$work/$version/rankmig" run -n "$RANKS" -a "$dir/av" "${where[@]}" \
+    --run-dir "$dir/run" "${levels_args[@]}" --settle 0 -- \
     "$work/$version/pause-probe" --mb "$MB" --iters 1000000000000 --times "$dir/times" \
     --stop-file "$dir/stop" >"$dir/out" 2>"$dir/err" &
   local job=$!
   # The duration counts from the loop's first iteration (rank 0's progress file).
   ( until [ -s "$dir/run/iterations/rank-0.csv" ] || ! kill -0 "$job" 2>/dev/null; do sleep 0.2; done
     sleep "$DURATION"; touch "$dir/stop" ) &
-  watch_epochs "$dir/run/ckpt" "$job" "$dir/epochs.txt"
-  wait "$job" || { echo "save_pause: $version $kind run $n failed:" >&2; cat "$dir/err" >&2; exit 1; }
-  echo "$(date -u +%H:%M:%S) $version $kind $n: $(tr '\n' ' ' <"$dir/out")" >&2
+  watch_epochs "$dir/run/ckpt" "$job" "$dir/epochs.txt" "$local_dir" "$hosts"
+  wait "$job" || { echo "save_pause: $name run failed:" >&2; cat "$dir/err" >&2; exit 1; }
+  echo "$(date -u +%H:%M:%S) $name: $(tr '\n' ' ' <"$dir/out")" >&2
 }
 
 for n in $(seq "$ROUNDS"); do
-  for kind in save control; do
-    for version in "${versions[@]}"; do
-      run "$version" "$kind" "$n"
-    done
+  for i in "${!variants[@]}"; do
+    run "${variants[$i]}" "${variant_version[$i]}" "${variant_level[$i]}" save "$n"
+  done
+  for version in "${versions[@]}"; do
+    run "$version" "$version" shared control "$n"
   done
 done
-
-python3 - "$work" "$ROUNDS" "${WINDOW:-500}" "${versions[@]}" <<'EOF'
+pairs=()
+for i in "${!variants[@]}"; do
+  pairs+=("${variants[$i]}:${variant_version[$i]}:${variant_level[$i]}")
+done
+python3 - "$work" "$ROUNDS" "${WINDOW:-500}" "${pairs[@]}" <<'EOF'
 import bisect, glob, itertools, statistics, sys
-work, rounds, window, versions = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1e3, sys.argv[4:]
+work, rounds, window = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1e3
+variants = [a.split(":") for a in sys.argv[4:]]
 med = statistics.median
 def series(folder):
-    """The slowest process's time of each iteration, and rank 0's time since the start of
-    the loop at the start of each iteration (its own clock), from the times files."""
+    """The slowest process's time of each iteration, rank 0's time since the start of
+    the loop at the start of each iteration (its own clock), from the times files, and
+    rank 0's wall clock at the start of its loop with the gap between its wall clock
+    and its summed iterations at the end (clock file)."""
     slowest, rank0 = {}, {}
     for path in glob.glob(f"{folder}/times/times-*.txt"):
         for line in open(path):
@@ -159,23 +265,39 @@ def series(folder):
                 rank0[it] = secs
     its = sorted(rank0)
     starts = [0.0] + list(itertools.accumulate(rank0[i] for i in its))[:-1]
-    return slowest, rank0, its, starts
-def extra(rank0, its, starts, t0):
-    """Rank 0's time over its median in the iterations that start in [t0, t0 + window)."""
+    wall0, gap = None, float("nan")
+    for path in glob.glob(f"{folder}/times/clock-*.txt"):
+        rank, start, end, _ = open(path).read().split()
+        if rank == "0":
+            wall0 = float(start)
+            gap = float(end) - float(start) - sum(rank0.values())
+    return slowest, rank0, its, starts, wall0, gap
+def extra(rank0, its, starts, t0, t1=None):
+    """Rank 0's time over its median in the iterations that start in [t0, t1), t1 being
+    t0 + window by default."""
     m = med(rank0.values())
-    a, b = bisect.bisect_left(starts, t0), bisect.bisect_left(starts, t0 + window)
+    a, b = bisect.bisect_left(starts, t0), bisect.bisect_left(starts, t0 + window if t1 is None else t1)
     return sum(rank0[i] - m for i in its[a:b])
+def inside(its, starts, spans):
+    """The iterations (by number) whose rank 0 start lies in one of spans, and the spans'
+    total length."""
+    found = []
+    for t0, t1 in spans:
+        a, b = bisect.bisect_left(starts, t0), bisect.bisect_left(starts, t1)
+        found += its[a:b]
+    return found, sum(t1 - t0 for t0, t1 in spans)
 def nan_med(xs):
     return med(xs) if xs else float("nan")
-rows = {v: [] for v in versions}
-for v in versions:
+nan = float("nan")
+rows = {v: [] for v, _, _ in variants}
+for v, version, level in variants:
     for n in range(1, rounds + 1):
-        s, s0, its, starts = series(f"{work}/{v}-save-{n}")
-        c, c0, c_its, c_starts = series(f"{work}/{v}-control-{n}")
+        s, s0, its, starts, wall0, gap = series(f"{work}/{v}-save-{n}")
+        c, c0, c_its, c_starts, _, _ = series(f"{work}/{version}-control-{n}")
         at_time = dict(zip(its, starts))
-        epochs = [l.split() for l in open(f"{work}/{v}-save-{n}/epochs.txt")]
-        saves = [int(e[1]) for e in epochs if int(e[1]) in s and int(e[1]) in at_time]
-        commit_ms = [(float(e[3]) - float(e[2])) * 1e3 for e in epochs if float(e[3]) > 0]
+        epochs = [[float(x) for x in l.split()] for l in open(f"{work}/{v}-save-{n}/epochs.txt")]
+        epochs = [e for e in epochs if int(e[1]) in s and int(e[1]) in at_time]
+        saves = [int(e[1]) for e in epochs]
         sm, cm = med(s.values()), med(c.values())
         at = [s[i] - sm for i in saves]
         win = [extra(s0, its, starts, at_time[i]) for i in saves]
@@ -183,9 +305,34 @@ for v in versions:
         c_at_its = [c_its[min(bisect.bisect_right(c_starts, at_time[i]), len(c_its)) - 1] for i in saves]
         c_at = [c[i] - cm for i in c_at_its if i in c]
         c_win = [extra(c0, c_its, c_starts, at_time[i]) for i in saves]
+        committed = [e for e in epochs if e[3] > 0]
+        commit_ms = [(e[3] - e[2]) * 1e3 for e in committed]
+        # Times from the save (rank 0's iteration start on its wall clock) to the newest
+        # file of the epoch and to its commit marker.
+        if wall0 is not None:
+            to_file = [(e[2] - wall0 - at_time[int(e[1])]) * 1e3 for e in committed]
+            to_commit = [(e[3] - wall0 - at_time[int(e[1])]) * 1e3 for e in committed]
+            to_shared = [(e[5] - wall0 - at_time[int(e[1])]) * 1e3 for e in epochs if e[5] > 0]
+        else:
+            to_file = to_commit = to_shared = []
+        # The flush: from the node-level commit to the newest rank file in the shared
+        # directory, on rank 0's loop clock.
+        spans = []
+        if level == "flush" and wall0 is not None:
+            spans = [(e[3] - wall0, e[4] - wall0) for e in epochs if e[3] > 0 and e[4] > e[3]]
+        f_its, f_len = inside(its, starts, spans)
+        cf_its, _ = inside(c_its, c_starts, spans)
+        f_ms = [(t1 - t0) * 1e3 for t0, t1 in spans]
         r = dict(median=sm * 1e3, longest=max(s.values()) * 1e3, saves=len(saves), iters=len(s),
-                 at=nan_med(at) * 1e3, at_max=max(at, default=float("nan")) * 1e3,
+                 at=nan_med(at) * 1e3, at_max=max(at, default=nan) * 1e3,
                  win=nan_med(win) * 1e3, commit=nan_med(commit_ms),
+                 to_file=nan_med(to_file), to_commit=nan_med(to_commit),
+                 to_shared=nan_med(to_shared), gap=gap * 1e3,
+                 flush=nan_med(f_ms), flushes=len(spans),
+                 f_med=nan_med([s[i] for i in f_its if i in s]) * 1e3,
+                 c_f_med=nan_med([c[i] for i in cf_its if i in c]) * 1e3,
+                 f_rate=len(f_its) / f_len if f_len else nan,
+                 c_f_rate=len(cf_its) / f_len if f_len else nan,
                  c_median=cm * 1e3, c_longest=max(c.values()) * 1e3, c_iters=len(c),
                  c_at=nan_med(c_at) * 1e3, c_win=nan_med(c_win) * 1e3,
                  net=nan_med([w - cw for w, cw in zip(win, c_win)]) * 1e3)
@@ -193,20 +340,37 @@ for v in versions:
         print(f"{v} round {n}: {r['iters']} iterations, median {r['median']:.4f} ms, longest "
               f"{r['longest']:.1f} ms, {r['saves']} saves at iterations {saves}; the save's "
               f"iteration +{r['at']:.2f} ms (median; largest +{r['at_max']:.1f}), its "
-              f"{window * 1e3:.0f} ms +{r['win']:.1f} ms (median), commit {r['commit']:.0f} ms "
-              f"after the newest rank file (median) | control: {r['c_iters']} iterations, median "
+              f"{window * 1e3:.0f} ms +{r['win']:.1f} ms (median), newest file "
+              f"{r['to_file']:.0f} ms and commit {r['to_commit']:.0f} ms after the save, "
+              f"{r['commit']:.0f} ms after the newest file (medians; wall clock against the "
+              f"summed iterations at the end: {r['gap']:+.1f} ms)"
+              + (f", shared directory's commit {r['to_shared']:.0f} ms after the save; "
+                 f"{r['flushes']} flushes of {r['flush']:.0f} ms (median), iterations in "
+                 f"them: median {r['f_med']:.4f} ms, {r['f_rate']:.0f}/s (control at the "
+                 f"same times: {r['c_f_med']:.4f} ms, {r['c_f_rate']:.0f}/s)"
+                 if level == "flush" else "")
+              + f" | control: {r['c_iters']} iterations, median "
               f"{r['c_median']:.4f} ms, longest {r['c_longest']:.1f} ms, at the saves' times "
               f"+{r['c_at']:.2f} ms, their {window * 1e3:.0f} ms +{r['c_win']:.1f} ms")
 keys = [("median", "median iteration"), ("longest", "longest iteration"),
         ("at", "save's iteration, extra"), ("win", f"save's {window * 1e3:.0f} ms, extra"),
-        ("commit", "commit after newest rank file"), ("c_median", "control: median iteration"),
+        ("to_file", "save to newest file"), ("to_commit", "save to commit"),
+        ("commit", "commit after newest rank file"),
+        ("to_shared", "save to shared commit (flush)"), ("flush", "flush (commit to file)"),
+        ("f_med", "iteration during flush"), ("c_f_med", "control: same times"),
+        ("f_rate", "iterations/s during flush"), ("c_f_rate", "control: same times, /s"),
+        ("c_median", "control: median iteration"),
         ("c_longest", "control: longest iteration"), ("c_at", "control: same time, extra"),
         ("c_win", f"control: same {window * 1e3:.0f} ms, extra"),
         ("net", f"save's {window * 1e3:.0f} ms minus control's")]
+names = [v for v, _, _ in variants]
 print(f"summary: medians over {rounds} rounds (ms)")
-print(f"{'':34}" + "".join(f"{v:>10}" for v in versions) + ("     ratio" if len(versions) == 2 else ""))
+print(f"{'':34}" + "".join(f"{v:>10}" for v in names)
+      + "".join(f"{v + '/' + names[0]:>14}" for v in names[1:]))
 for k, label in keys:
-    vals = [med([r[k] for r in rows[v]]) for v in versions]
-    ratio = f"{vals[1] / vals[0]:10.2f}" if len(vals) == 2 and vals[0] else ""
-    print(f"{label:34}" + "".join(f"{x:10.3f}" for x in vals) + ratio)
+    vals = [med([r[k] for r in rows[v]]) for v in names]
+    if all(x != x for x in vals):
+        continue
+    ratios = "".join(f"{x / vals[0]:14.2f}" if vals[0] else f"{'':14}" for x in vals[1:])
+    print(f"{label:34}" + "".join(f"{x:10.3f}" for x in vals) + ratios)
 EOF

@@ -5,7 +5,10 @@
  * ranks (MPI_Allreduce), then calls rankmig_checkpoint(). Each process times its
  * iterations with MPI_Wtime and, at the end, writes them to TIMES_DIR/times-PID.txt
  * ("rank iteration seconds" lines; a rank that leaves by migration writes none, its
- * replacement writes from its arrival on). Rank 0 prints "iterations: K" and
+ * replacement writes from its arrival on), and TIMES_DIR/clock-PID.txt ("rank start end
+ * seconds": the wall clock, CLOCK_REALTIME, when its loop started and ended, and the
+ * loop's MPI_Wtime seconds, so that the iterations can be placed on the wall clock of
+ * file times; scripts/save_pause.sh uses it). Rank 0 prints "iterations: K" and
  * "checksum: X", a hash of every rank's state (bitwise XOR of hashes, exact), equal to
  * a plain run's with as many iterations.
  *
@@ -127,6 +130,10 @@ int main(int argc, char **argv) {
     int stop = 0;
     const char *timeline_env = getenv("RANKMIG_TIMELINE");
     int timeline = timeline_env != NULL && strcmp(timeline_env, "0") != 0;
+    int start_rank = rank;
+    struct timespec wall_start, wall_end;
+    clock_gettime(CLOCK_REALTIME, &wall_start);
+    double loop_start = MPI_Wtime();
     while (iter < o.iters && !stop) {
         double t0 = MPI_Wtime();
         comm = rankmig_comm();
@@ -165,6 +172,8 @@ int main(int argc, char **argv) {
             times[count++] = MPI_Wtime() - t0;
         }
     }
+    double loop_seconds = MPI_Wtime() - loop_start;
+    clock_gettime(CLOCK_REALTIME, &wall_end);
     comm = rankmig_comm();
     MPI_Comm_rank(comm, &rank);
     uint64_t h = state_hash(state, n), all = 0;
@@ -183,6 +192,13 @@ int main(int argc, char **argv) {
             for (uint64_t i = 0; i < count; i++) {
                 fprintf(f, "%d %" PRIu64 " %.9f\n", rank, first + i + 1, times[i]);
             }
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "%s/clock-%d.txt", o.times_dir, (int)getpid());
+        f = fopen(path, "w");
+        if (f != NULL) {
+            fprintf(f, "%d %ld.%09ld %ld.%09ld %.9f\n", start_rank, (long)wall_start.tv_sec,
+                    wall_start.tv_nsec, (long)wall_end.tv_sec, wall_end.tv_nsec, loop_seconds);
             fclose(f);
         }
     }
