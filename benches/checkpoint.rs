@@ -14,10 +14,19 @@
 //! * a time-interval cycle (4 MiB state, a save every 200 ms, 20 µs of work per
 //!   iteration): the mean cost of a `checkpoint!` call over saves, checks and commits,
 //!   and how long after its save an epoch is committed (the age of the newest
-//!   restartable point).
+//!   restartable point);
+//! * per checkpoint level (issue 53), the same 256 MiB state: a save and its commit
+//!   with the shared directory alone (on disk, under `target/`), with a node-local
+//!   directory on `/dev/shm` (no flush), and with the node-local directory and a flush
+//!   of every epoch to the shared directory (the commit there included); for each, the
+//!   application's wait at the save. One process with [`LocalCollective`]: every rank
+//!   on one host, so there is no partner copy (its MPI transfer is measured by
+//!   `scripts/save_pause.sh` with `CLUSTER=1`).
 //!
 //! Ends with a summary of medians and ratios to the baselines. Files go to a
-//! temporary directory under `target/` (override with `RANKMIG_BENCH_DIR`).
+//! temporary directory under `target/` (override with `RANKMIG_BENCH_DIR`); node-local
+//! ones to a temporary directory in `/dev/shm` (override with
+//! `RANKMIG_BENCH_LOCAL_DIR`; `target/` when there is no `/dev/shm`).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -371,6 +380,72 @@ fn bench_cycle(c: &mut Criterion) {
     ctx.finalize().expect("commit");
 }
 
+/// A temporary node-local directory: in `RANKMIG_BENCH_LOCAL_DIR`, else `/dev/shm` (a
+/// RAM disk, as node-local storage often is), else the bench directory's base.
+fn local_bench_dir() -> tempfile::TempDir {
+    match std::env::var_os("RANKMIG_BENCH_LOCAL_DIR") {
+        Some(base) => tempfile::tempdir_in(base).expect("node-local bench directory"),
+        None if Path::new("/dev/shm").is_dir() => {
+            tempfile::tempdir_in("/dev/shm").expect("node-local bench directory")
+        }
+        None => bench_dir(),
+    }
+}
+
+/// A save and its commit per level (see the module's doc): the shared directory alone,
+/// node-local without a flush, node-local with every epoch flushed (the time to the
+/// shared directory's commit).
+fn bench_levels(c: &mut Criterion, state: &State) {
+    let shared = bench_dir();
+    let local = local_bench_dir();
+    let base = CheckpointConfig::new(shared.path().join("ckpt"))
+        .every(u64::MAX)
+        .keep(1);
+    let levels: [(&str, &'static str, &'static str, CheckpointConfig); 3] = [
+        (
+            "shared_dir_on_disk",
+            "level shared: commit",
+            "level shared: wait",
+            base.clone().job("shared"),
+        ),
+        (
+            "node_local_on_dev_shm",
+            "level local: commit",
+            "level local: wait",
+            base.clone()
+                .job("local")
+                .local(local.path())
+                .flush_every(u64::MAX),
+        ),
+        (
+            "node_local_flush_every_1",
+            "level flush: commit",
+            "level flush: wait",
+            base.clone().job("flush").local(local.path()).flush_every(1),
+        ),
+    ];
+    let mut g = big_group(c, "save_levels_256MiB");
+    for (name, commit, wait, cfg) in levels {
+        let mut ctx = CheckpointContext::new(cfg, LocalCollective).expect("context");
+        g.bench_function(name, |b| {
+            b.iter_custom(|n| {
+                let mut total = Duration::ZERO;
+                for _ in 0..n {
+                    let t = Instant::now();
+                    ctx.save_now(state).expect("save");
+                    record(wait, t.elapsed());
+                    ctx.finalize().expect("commit");
+                    let d = t.elapsed();
+                    record(commit, d);
+                    total += d;
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
 fn summary() {
     let mb = STATE_BYTES as f64 / f64::from(1u32 << 20);
     let line = |name: &str, base: Option<&str>| {
@@ -402,6 +477,26 @@ fn summary() {
             println!("  {name:<26} median {:>10.2} ns per call", m * 1e9);
         }
     }
+    for level in ["shared", "local", "flush"] {
+        let (Some(commit), Some(wait)) = (
+            median(&format!("level {level}: commit")),
+            median(&format!("level {level}: wait")),
+        ) else {
+            continue;
+        };
+        let ratio = |name: &str, m: f64| {
+            median(&format!("level shared: {name}"))
+                .map_or(String::new(), |b| format!("  {:>5.2} x shared", m / b))
+        };
+        println!(
+            "  {:<26} median {:>10.3} ms{}; application's wait {:.3} ms{}",
+            format!("level {level}: save+commit"),
+            commit * 1e3,
+            ratio("commit", commit),
+            wait * 1e3,
+            ratio("wait", wait),
+        );
+    }
     if let Some(m) = median("commit after save") {
         println!(
             "  {:<26} median {:>10.3} ms (cycle: 4 MiB every 200 ms)",
@@ -417,6 +512,7 @@ fn main() {
     bench_cycle(&mut c);
     let state = big_state();
     bench_write(&mut c, &state);
+    bench_levels(&mut c, &state);
     bench_read(&mut c, state);
     c.final_summary();
     summary();
