@@ -16,7 +16,9 @@
 # start of the loop give what this machine's noise gives alone (and the difference of
 # the two windows is printed). Then the medians over the rounds. The probe's wall clock
 # at the start of its loop (TIMES/clock-PID.txt) places each save on the clock of the
-# file times: the time from the save to the newest rank file and to the commit marker.
+# file times (the time between timed iterations, known at the end, spread evenly over
+# them): the time from the save to the newest rank file and to the commit marker. File
+# times tick with the kernel's clock (4 ms at HZ=250), and the watcher looks every 50 ms.
 #
 # LEVEL (issue 53) says where the saves go, one level or several separated by spaces,
 # run one after the other in each round (then the control), so that the load of the
@@ -31,7 +33,9 @@
 #           the flush's window (from the node-level commit to the newest rank file in
 #           the checkpoint directory) and the iterations that ran in it are printed,
 #           beside the control's iterations at the same times, and when the shared
-#           directory's commit marker was written
+#           directory's commit marker was written; for local and flush, the iterations
+#           per second in the SPAN ms (40) after each node-level commit (where a flush
+#           starts) against the control's at the same times
 # CLUSTER=1 runs on the emulated cluster: hosts h1 and h2 (UTS namespaces of this
 # machine, RANKS/2 cores each, --emulated-cluster, the node-local directory DIR/h1 and
 # DIR/h2), so that partner copies go to another host (needs root or user namespaces);
@@ -46,7 +50,7 @@
 # to the first.
 #
 # Usage: scripts/save_pause.sh [STATE_MB] (default 8). Environment: RANKS (4), DURATION (20),
-# EVERY (2), WINDOW (500), ROUNDS (3), LEVEL (shared), CLUSTER, LOCAL_DIR, BASE, IMPL
+# EVERY (2), WINDOW (500), SPAN (40), ROUNDS (3), LEVEL (shared), CLUSTER, LOCAL_DIR, BASE, IMPL
 # (openmpi4, Debian's Open MPI 4.1.4, the default; or openmpi418 or mpich: PyPI's Open
 # MPI 4.1.8 or MPICH of scripts/setup.sh, built in target/IMPL), CARGO_TARGET_DIR (this
 # checkout's target directory instead of target or target/IMPL), KEEP=1 keeps the work
@@ -245,10 +249,11 @@ pairs=()
 for i in "${!variants[@]}"; do
   pairs+=("${variants[$i]}:${variant_version[$i]}:${variant_level[$i]}")
 done
-python3 - "$work" "$ROUNDS" "${WINDOW:-500}" "${pairs[@]}" <<'EOF'
+python3 - "$work" "$ROUNDS" "${WINDOW:-500}" "${SPAN:-40}" "${pairs[@]}" <<'EOF'
 import bisect, glob, itertools, statistics, sys
 work, rounds, window = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1e3
-variants = [a.split(":") for a in sys.argv[4:]]
+span = float(sys.argv[4]) / 1e3
+variants = [a.split(":") for a in sys.argv[5:]]
 med = statistics.median
 def series(folder):
     """The slowest process's time of each iteration, rank 0's time since the start of
@@ -265,13 +270,17 @@ def series(folder):
                 rank0[it] = secs
     its = sorted(rank0)
     starts = [0.0] + list(itertools.accumulate(rank0[i] for i in its))[:-1]
-    wall0, gap = None, float("nan")
+    wall0, gap, walls = None, float("nan"), starts
     for path in glob.glob(f"{folder}/times/clock-*.txt"):
         rank, start, end, _ = open(path).read().split()
         if rank == "0":
             wall0 = float(start)
             gap = float(end) - float(start) - sum(rank0.values())
-    return slowest, rank0, its, starts, wall0, gap
+            # The time between two timed iterations (the loop's test and the store of
+            # the time) is spread evenly over the iterations: each start on the wall
+            # clock, since wall0.
+            walls = [t + gap * k / max(len(its), 1) for k, t in enumerate(starts)]
+    return slowest, rank0, its, starts, wall0, gap, walls
 def extra(rank0, its, starts, t0, t1=None):
     """Rank 0's time over its median in the iterations that start in [t0, t1), t1 being
     t0 + window by default."""
@@ -279,8 +288,8 @@ def extra(rank0, its, starts, t0, t1=None):
     a, b = bisect.bisect_left(starts, t0), bisect.bisect_left(starts, t0 + window if t1 is None else t1)
     return sum(rank0[i] - m for i in its[a:b])
 def inside(its, starts, spans):
-    """The iterations (by number) whose rank 0 start lies in one of spans, and the spans'
-    total length."""
+    """The iterations (by number) whose rank 0 start (on the wall clock since the loop's
+    start) lies in one of spans, and the spans' total length."""
     found = []
     for t0, t1 in spans:
         a, b = bisect.bisect_left(starts, t0), bisect.bisect_left(starts, t1)
@@ -292,9 +301,10 @@ nan = float("nan")
 rows = {v: [] for v, _, _ in variants}
 for v, version, level in variants:
     for n in range(1, rounds + 1):
-        s, s0, its, starts, wall0, gap = series(f"{work}/{v}-save-{n}")
-        c, c0, c_its, c_starts, _, _ = series(f"{work}/{version}-control-{n}")
+        s, s0, its, starts, wall0, gap, walls = series(f"{work}/{v}-save-{n}")
+        c, c0, c_its, c_starts, _, _, c_walls = series(f"{work}/{version}-control-{n}")
         at_time = dict(zip(its, starts))
+        at_wall = dict(zip(its, walls))
         epochs = [[float(x) for x in l.split()] for l in open(f"{work}/{v}-save-{n}/epochs.txt")]
         epochs = [e for e in epochs if int(e[1]) in s and int(e[1]) in at_time]
         saves = [int(e[1]) for e in epochs]
@@ -310,9 +320,9 @@ for v, version, level in variants:
         # Times from the save (rank 0's iteration start on its wall clock) to the newest
         # file of the epoch and to its commit marker.
         if wall0 is not None:
-            to_file = [(e[2] - wall0 - at_time[int(e[1])]) * 1e3 for e in committed]
-            to_commit = [(e[3] - wall0 - at_time[int(e[1])]) * 1e3 for e in committed]
-            to_shared = [(e[5] - wall0 - at_time[int(e[1])]) * 1e3 for e in epochs if e[5] > 0]
+            to_file = [(e[2] - wall0 - at_wall[int(e[1])]) * 1e3 for e in committed]
+            to_commit = [(e[3] - wall0 - at_wall[int(e[1])]) * 1e3 for e in committed]
+            to_shared = [(e[5] - wall0 - at_wall[int(e[1])]) * 1e3 for e in epochs if e[5] > 0]
         else:
             to_file = to_commit = to_shared = []
         # The flush: from the node-level commit to the newest rank file in the shared
@@ -320,9 +330,16 @@ for v, version, level in variants:
         spans = []
         if level == "flush" and wall0 is not None:
             spans = [(e[3] - wall0, e[4] - wall0) for e in epochs if e[3] > 0 and e[4] > e[3]]
-        f_its, f_len = inside(its, starts, spans)
-        cf_its, _ = inside(c_its, c_starts, spans)
+        f_its, f_len = inside(its, walls, spans)
+        cf_its, _ = inside(c_its, c_walls, spans)
         f_ms = [(t1 - t0) * 1e3 for t0, t1 in spans]
+        # The SPAN ms after each node-level commit (local and flush: with and without
+        # the flush that starts there), against the control at the same times.
+        after = []
+        if level in ("local", "flush") and wall0 is not None:
+            after = [(e[3] - wall0, e[3] - wall0 + span) for e in epochs if e[3] > 0]
+        a_its, a_len = inside(its, walls, after)
+        ca_its, _ = inside(c_its, c_walls, after)
         r = dict(median=sm * 1e3, longest=max(s.values()) * 1e3, saves=len(saves), iters=len(s),
                  at=nan_med(at) * 1e3, at_max=max(at, default=nan) * 1e3,
                  win=nan_med(win) * 1e3, commit=nan_med(commit_ms),
@@ -333,6 +350,8 @@ for v, version, level in variants:
                  c_f_med=nan_med([c[i] for i in cf_its if i in c]) * 1e3,
                  f_rate=len(f_its) / f_len if f_len else nan,
                  c_f_rate=len(cf_its) / f_len if f_len else nan,
+                 a_rate=len(a_its) / a_len if a_len else nan,
+                 c_a_rate=len(ca_its) / a_len if a_len else nan,
                  c_median=cm * 1e3, c_longest=max(c.values()) * 1e3, c_iters=len(c),
                  c_at=nan_med(c_at) * 1e3, c_win=nan_med(c_win) * 1e3,
                  net=nan_med([w - cw for w, cw in zip(win, c_win)]) * 1e3)
@@ -343,12 +362,15 @@ for v, version, level in variants:
               f"{window * 1e3:.0f} ms +{r['win']:.1f} ms (median), newest file "
               f"{r['to_file']:.0f} ms and commit {r['to_commit']:.0f} ms after the save, "
               f"{r['commit']:.0f} ms after the newest file (medians; wall clock against the "
-              f"summed iterations at the end: {r['gap']:+.1f} ms)"
+              f"summed iterations at the end: {r['gap']:+.1f} ms, spread over the iterations)"
               + (f", shared directory's commit {r['to_shared']:.0f} ms after the save; "
                  f"{r['flushes']} flushes of {r['flush']:.0f} ms (median), iterations in "
                  f"them: median {r['f_med']:.4f} ms, {r['f_rate']:.0f}/s (control at the "
                  f"same times: {r['c_f_med']:.4f} ms, {r['c_f_rate']:.0f}/s)"
                  if level == "flush" else "")
+              + (f"; in the {span * 1e3:.0f} ms after each node-level commit "
+                 f"{r['a_rate']:.0f} iterations/s (control: {r['c_a_rate']:.0f}/s)"
+                 if level in ("local", "flush") else "")
               + f" | control: {r['c_iters']} iterations, median "
               f"{r['c_median']:.4f} ms, longest {r['c_longest']:.1f} ms, at the saves' times "
               f"+{r['c_at']:.2f} ms, their {window * 1e3:.0f} ms +{r['c_win']:.1f} ms")
@@ -359,6 +381,8 @@ keys = [("median", "median iteration"), ("longest", "longest iteration"),
         ("to_shared", "save to shared commit (flush)"), ("flush", "flush (commit to file)"),
         ("f_med", "iteration during flush"), ("c_f_med", "control: same times"),
         ("f_rate", "iterations/s during flush"), ("c_f_rate", "control: same times, /s"),
+        ("a_rate", f"iterations/s, {span * 1e3:.0f} ms after commit"),
+        ("c_a_rate", "control: same times, /s"),
         ("c_median", "control: median iteration"),
         ("c_longest", "control: longest iteration"), ("c_at", "control: same time, extra"),
         ("c_win", f"control: same {window * 1e3:.0f} ms, extra"),
