@@ -468,6 +468,7 @@ impl<C: Collective> CheckpointContext<C> {
             if ag.all_done {
                 self.complete_pending(ag.failed)?;
             }
+            self.settle_flush(false)?;
             self.schedule_after_save();
             Ok(())
         }
@@ -479,6 +480,7 @@ impl<C: Collective> CheckpointContext<C> {
         if ag.all_done {
             self.complete_pending(ag.failed)?;
         }
+        self.settle_flush(false)?;
         let since = self.calls - self.last_save_call;
         if since > 0 && ag.elapsed_ns > 0 {
             self.rate_sample = Some((since, ag.elapsed_ns));
@@ -511,7 +513,7 @@ impl<C: Collective> CheckpointContext<C> {
     /// every rank's write ended ([`COMMIT_CHECK_FIRST`], doubling up to
     /// [`COMMIT_CHECK_MAX`]). Counts the check. Depends on agreed values only.
     fn next_check_ns(&mut self, to_save_ns: u64) -> u64 {
-        if self.pending.is_none() {
+        if !self.in_flight() {
             return to_save_ns;
         }
         let first = u64::try_from(COMMIT_CHECK_FIRST.as_nanos()).unwrap_or(u64::MAX);
@@ -688,13 +690,21 @@ impl<C: Collective> CheckpointContext<C> {
         }
     }
 
+    /// Whether a write of this job's, or a flush of it to the shared directory, is in
+    /// flight: the collective checks then come sooner, so that its epoch is committed
+    /// soon after it is written. Agreed on every rank.
+    fn in_flight(&self) -> bool {
+        self.pending.is_some() || self.node.as_ref().is_some_and(|n| n.flushing().is_some())
+    }
+
     /// Sets the next call needing the slow path after a save (or at start).
     fn schedule_after_save(&mut self) {
         self.next_event = match self.config.interval {
             Interval::Calls(n) => {
                 let next_save = (self.calls / n + 1).saturating_mul(n);
-                if self.pending.is_some() {
-                    // Checks 1, 2, 4, ... calls apart while the write goes on.
+                if self.in_flight() {
+                    // Checks 1, 2, 4, ... calls apart while the write (or the flush to
+                    // the shared directory) goes on.
                     let step = 1u64 << self.commit_checks.min(63);
                     self.commit_checks = self.commit_checks.saturating_add(1);
                     self.calls.saturating_add(step).min(next_save)

@@ -329,3 +329,37 @@ fn a_full_node_local_disk_sends_the_save_to_the_shared_directory() {
     };
     one_save_with_h1_spoilt(tmp.path(), spoil, "No space left on device");
 }
+
+/// The shared directory's commit of a flushed epoch comes at the collective checks that
+/// follow its flush, not at the next save: with a save due only after a million calls,
+/// the ranks see epoch 1 committed there while they go on calling `checkpoint!`.
+#[test]
+fn a_flushed_epoch_is_committed_in_the_shared_directory_before_the_next_save() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = cfg(tmp.path()).every(1_000_000).flush_every(1);
+    let marker = epoch_dir(&tmp.path().join("shared"), 1).join(COMMIT_MARKER);
+    let calls = on_hosts(4, two_hosts, move |_, coll| {
+        let mut ctx = CheckpointContext::new(c.clone(), coll).unwrap();
+        let state = vec![0.25f64; 4096];
+        ctx.save_now(&state).unwrap();
+        for waited in 0.. {
+            // About a minute of 1 ms steps: far beyond a small file's flush.
+            assert!(waited < 60_000, "epoch 1 not committed in the shared directory");
+            ctx.checkpoint(&state).unwrap();
+            let mut seen = [u64::from(marker.is_file())];
+            ctx.collective().all_max(&mut seen);
+            if seen[0] != 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let calls = ctx.calls();
+        ctx.finalize().unwrap();
+        calls
+    });
+    assert!(calls.iter().all(|&n| n < 1_000_000), "{calls:?}");
+    assert_eq!(
+        ranks_in(&epoch_dir(&tmp.path().join("shared"), 1)),
+        vec![0, 1, 2, 3]
+    );
+}
