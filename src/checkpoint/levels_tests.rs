@@ -344,7 +344,10 @@ fn a_flushed_epoch_is_committed_in_the_shared_directory_before_the_next_save() {
         ctx.save_now(&state).unwrap();
         for waited in 0.. {
             // About a minute of 1 ms steps: far beyond a small file's flush.
-            assert!(waited < 60_000, "epoch 1 not committed in the shared directory");
+            assert!(
+                waited < 60_000,
+                "epoch 1 not committed in the shared directory"
+            );
             ctx.checkpoint(&state).unwrap();
             let mut seen = [u64::from(marker.is_file())];
             ctx.collective().all_max(&mut seen);

@@ -1,7 +1,7 @@
 //! Partner copies: which rank on another host keeps a copy of each rank's node-local
 //! checkpoint file, chosen from where the ranks run now.
 //!
-//! Every rank names its host by a number ([`host_id`], from the host name), the ranks
+//! Every rank names its host by a number ([`host_id_of`], from the host name), the ranks
 //! gather those numbers at each save, and every rank computes the same [`PartnerMap`].
 //! The ranks are ordered host by host; the partner of the rank at position `i` is the
 //! one at `i + m` (mod the rank count), `m` being the most ranks any host holds, so that
