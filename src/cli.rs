@@ -581,8 +581,9 @@ pub struct RunArgs {
     #[arg(long, env = "RANKMIG_CKPT_DIR")]
     pub ckpt_dir: Option<PathBuf>,
     /// Node-local checkpoint directory on every host (a RAM disk such as
-    /// /dev/shm/rankmig-USER, or a local SSD). Each save is written there first and a
-    /// copy of each rank's file is kept by a rank on another host; every K-th epoch
+    /// /dev/shm/rankmig-USER, or a local SSD). Each save is written there first and,
+    /// when the job spans two hosts or more, a copy of each rank's file is kept by a rank
+    /// on another host (sent inside the save call); every K-th epoch
     /// (--ckpt-flush-every) is copied to the checkpoint directory in the background. `%h`
     /// in DIR stands for the host name; with --emulated-cluster, DIR/HOST is used when
     /// DIR has no `%h`. A restart reads the newest epoch the node-local files and partner
