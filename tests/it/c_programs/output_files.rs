@@ -176,7 +176,7 @@ fn process_events(run: &Path) -> Vec<(usize, String, u64)> {
             Some((
                 f.first()?.parse().ok()?,
                 f.get(4)?.to_string(),
-                f.last()?.parse().ok()?,
+                f.get(8)?.parse().ok()?,
             ))
         })
         .collect()
