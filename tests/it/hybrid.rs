@@ -123,6 +123,10 @@ fn a_two_thread_rank_keeps_its_two_cpus_across_a_live_migration() {
         "{:?}",
         records(&run)
     );
+    // The replacement appends its own row, which may come after rank 0's record.
+    wait_until("the replacement's arrival row", JOB_WAIT, || {
+        pid_of(&run, 0, "arrived").is_some()
+    });
     let arrived = pid_of(&run, 0, "arrived").expect("the replacement is recorded");
     assert_ne!(arrived, first);
     assert_threads_on(arrived, &cpus, "after the migration to n2");
