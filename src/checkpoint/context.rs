@@ -765,10 +765,7 @@ impl<C: Collective> CheckpointContext<C> {
         let (local, fell_back) = match outcome {
             Some(o) => {
                 self.writer.recycle(o.buf);
-                for n in &o.notes {
-                    log::warn!("checkpoint: rank {}: {n}", self.coll.rank());
-                }
-                self.note(o.notes);
+                self.warn(o.notes);
                 (o.result, o.fell_back)
             }
             None => (Err(CheckpointError::WriterGone), false),
@@ -791,8 +788,8 @@ impl<C: Collective> CheckpointContext<C> {
                     let why = format!(
                         "epoch {epoch} not committed in the node-local directory ({e}): flushed to the shared directory"
                     );
-                    log::warn!("checkpoint: rank {rank}: {why}");
-                    (vec![why], true)
+                    self.warn(vec![why]);
+                    (Vec::new(), true)
                 }
             };
             self.note(left);
@@ -867,9 +864,20 @@ impl<C: Collective> CheckpointContext<C> {
     /// Records notes: each new one is also printed once on standard error, since a
     /// left-alone epoch or directory entry is something the user must look at.
     fn note(&mut self, notes: Vec<String>) {
+        self.record_notes(notes, log::Level::Info);
+    }
+
+    /// Records notes of something that went wrong without failing the save (a save that
+    /// went to the shared directory instead, a partner copy not kept), each new one
+    /// printed as a warning.
+    fn warn(&mut self, notes: Vec<String>) {
+        self.record_notes(notes, log::Level::Warn);
+    }
+
+    fn record_notes(&mut self, notes: Vec<String>, level: log::Level) {
         for n in notes {
             if !self.notes.contains(&n) {
-                log::info!("checkpoint: rank {}: {n}", self.coll.rank());
+                log::log!(level, "checkpoint: rank {}: {n}", self.coll.rank());
                 self.notes.push(n);
             }
         }

@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 
 use super::collective::Collective;
 use super::config::CheckpointConfig;
-use super::epoch::{self, CommitMarker};
+use super::epoch::{self, CommitMarker, EpochEntry};
 use super::error::CheckpointError;
 use super::partner::{self, PartnerMap};
 use super::restore::{self, Loaded};
@@ -131,8 +131,7 @@ impl NodeLevel {
         buf: &[u8],
         header: &FileHeader,
     ) -> (Vec<CopyFile>, Option<String>) {
-        let hosts = partner::gather(coll, partner::host_id_of(&coll.host_name()));
-        let map = PartnerMap::new(&hosts);
+        let map = where_ranks_run(coll);
         let me = coll.rank();
         let sends: Vec<(u32, &[u8])> = map
             .partner_of(me)
@@ -400,11 +399,7 @@ impl NodeLevel {
     ) -> Result<BTreeMap<u64, BTreeMap<u32, PathBuf>>, CheckpointError> {
         let mut held = BTreeMap::new();
         for entry in epoch::list_epochs(&self.epochs_dir)? {
-            let committed = entry.marker().ok().flatten().is_some_and(|m| {
-                let path = entry.path.join(epoch::COMMIT_MARKER);
-                m.verify(entry.epoch, &path).is_ok() && m.check(job, ranks, &path).is_ok()
-            });
-            if !committed {
+            if !committed_for(&entry, job, ranks) {
                 continue;
             }
             let mut files = BTreeMap::new();
@@ -442,12 +437,7 @@ impl NodeLevel {
             a[0] = epoch::list_epochs(&self.shared_dir)
                 .unwrap_or_default()
                 .iter()
-                .find(|e| {
-                    let path = e.path.join(epoch::COMMIT_MARKER);
-                    e.marker().ok().flatten().is_some_and(|m| {
-                        m.verify(e.epoch, &path).is_ok() && m.check(job, ranks, &path).is_ok()
-                    })
-                })
+                .find(|e| committed_for(e, job, ranks))
                 .map_or(0, |e| e.epoch);
         }
         coll.all_max(&mut a);
@@ -503,8 +493,7 @@ impl NodeLevel {
         coll: &C,
         marker: &CommitMarker,
     ) -> Option<String> {
-        let hosts = partner::gather(coll, partner::host_id_of(&coll.host_name()));
-        if !PartnerMap::new(&hosts).leads_its_host(coll.rank()) {
+        if !where_ranks_run(coll).leads_its_host(coll.rank()) {
             return None;
         }
         let dir = self.epochs_dir.join(epoch::epoch_dir_name(marker.epoch));
@@ -518,6 +507,26 @@ impl NodeLevel {
             )
         })
     }
+}
+
+/// Whether `entry` is an epoch of job `job` with `ranks` ranks committed by a valid
+/// marker (a marker that cannot be read or does not check counts as none).
+fn committed_for(entry: &EpochEntry, job: &str, ranks: u32) -> bool {
+    let path = entry.path.join(epoch::COMMIT_MARKER);
+    entry
+        .marker()
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.verify(entry.epoch, &path).is_ok() && m.check(job, ranks, &path).is_ok())
+}
+
+/// The hosts the ranks run on now, and their partners. Collective (the ranks gather
+/// their host names).
+fn where_ranks_run<C: Collective + ?Sized>(coll: &C) -> PartnerMap {
+    PartnerMap::new(&partner::gather(
+        coll,
+        partner::host_id_of(&coll.host_name()),
+    ))
 }
 
 /// For each rank, who holds its file: `u64::MAX` when the rank holds it itself, else
