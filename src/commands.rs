@@ -231,17 +231,6 @@ fn print_configuration(config: &Configuration) -> Result<(), CliError> {
     })
 }
 
-/// An emulated cluster's hosts share one file system: the node-local checkpoint
-/// directory `DIR` becomes `DIR/%h` (one per host) unless it names the host already.
-fn per_host_dir(dir: std::path::PathBuf) -> std::path::PathBuf {
-    use rankmig::checkpoint::config::HOST_PLACEHOLDER;
-    if dir.to_string_lossy().contains(HOST_PLACEHOLDER) {
-        dir
-    } else {
-        dir.join(HOST_PLACEHOLDER)
-    }
-}
-
 fn run_job(args: &RunArgs, config: &Configuration) -> Result<(), CliError> {
     use rankmig::supervisor::{launch, run_settings};
     let env = |k: &str| std::env::var(k).ok();
@@ -251,7 +240,7 @@ fn run_job(args: &RunArgs, config: &Configuration) -> Result<(), CliError> {
         None => launch::RunSpec::new(&args.settings(config.job_environment()), &env)?,
     };
     if args.emulated_cluster {
-        spec.ckpt_local = spec.ckpt_local.take().map(per_host_dir);
+        rankmig::supervisor::emulated::one_local_dir_per_host(&mut spec);
         let vars =
             rankmig::supervisor::emulated::launcher_environment(&spec).map_err(RunError::from)?;
         for (k, v) in vars {

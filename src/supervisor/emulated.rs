@@ -50,6 +50,28 @@ pub fn launcher_environment(spec: &RunSpec) -> Result<Vec<(String, String)>, Emu
     agent_environment(spec, &exe)
 }
 
+/// An emulated cluster's hosts share one file system: the node-local checkpoint
+/// directory `DIR` (`--ckpt-local`) becomes `DIR/%h`, one per host, unless it names the
+/// host already.
+///
+/// ```
+/// # let text = r#"{"ranks": 2, "availability": "/a", "matrix": null, "ckpt_dir": "/c",
+/// #   "run_dir": "/r", "check_every": 0, "program": ["app"], "env": [], "ckpt_local": "/dev/shm/me"}"#;
+/// let mut spec: rankmig::supervisor::launch::RunSpec = serde_json::from_str(text).unwrap();
+/// rankmig::supervisor::emulated::one_local_dir_per_host(&mut spec);
+/// assert_eq!(spec.ckpt_local.as_deref(), Some(std::path::Path::new("/dev/shm/me/%h")));
+/// rankmig::supervisor::emulated::one_local_dir_per_host(&mut spec);
+/// assert_eq!(spec.ckpt_local.as_deref(), Some(std::path::Path::new("/dev/shm/me/%h")));
+/// ```
+pub fn one_local_dir_per_host(spec: &mut RunSpec) {
+    use crate::checkpoint::config::HOST_PLACEHOLDER;
+    if let Some(dir) = &spec.ckpt_local {
+        if !dir.to_string_lossy().contains(HOST_PLACEHOLDER) {
+            spec.ckpt_local = Some(dir.join(HOST_PLACEHOLDER));
+        }
+    }
+}
+
 /// Writes the agent script `RUN_DIR/emulated-host`, which runs `rankmig emulated-host`
 /// of the executable `rankmig`, and gives the launcher's variables that name it, with
 /// [`ENV_EMULATED_HOSTS`]: the ranks' hosts share this machine's CPUs, and each binds
