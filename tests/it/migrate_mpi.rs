@@ -969,8 +969,16 @@ fn distinct_cores_after_a_migration() -> Result<(), Hung> {
         pids.dedup();
         pids
     };
+    // The record of the migration may come before the rows of the ranks that moved
+    // (CI once read the leaving rank, not yet marked "left", with its replacement not
+    // yet "arrived"): wait for both rows of every move, then for two live ranks.
+    let moves_recorded = || {
+        let events = processes(d);
+        let count = |what: &str| events.iter().filter(|p| p.3 == what).count();
+        count("arrived") >= 1 && count("left") == count("arrived")
+    };
     wait_for("the two processes of the job after the migration", || {
-        live().len() == 2
+        moves_recorded() && live().len() == 2
     })?;
     // Read from outside the processes.
     let pids = live();
