@@ -20,10 +20,77 @@ pub trait Collective {
     /// header). Every rank calls it at the same point; a rank named in another's `from`
     /// must send it exactly one message, and a message may go to this rank itself.
     fn exchange_bytes(&self, sends: &[(u32, &[u8])], from: &[u32], reserve: usize) -> Vec<Vec<u8>>;
+    /// An exchange started by [`Collective::start_exchange`].
+    type Exchange: ExchangeInProgress;
+    /// Starts the exchange of [`Collective::exchange_bytes`], taking the messages to
+    /// send, and returns it in progress: the caller goes on and completes it later
+    /// ([`ExchangeInProgress::test`], [`ExchangeInProgress::finish`]). The same rules
+    /// hold: every rank starts its exchange at the same point. [`exchange_at_once`]
+    /// serves collectives without nonblocking transfers; [`super::MpiCollective`]
+    /// starts nonblocking sends and receives.
+    fn start_exchange(
+        &self,
+        sends: Vec<(u32, Vec<u8>)>,
+        from: &[u32],
+        reserve: usize,
+    ) -> Self::Exchange;
     /// The name of the host this rank runs on (where its node-local checkpoints go,
     /// see [`super::levels`]): the kernel's host name ([`kernel_host_name`]).
     fn host_name(&self) -> String {
         kernel_host_name()
+    }
+}
+
+/// An exchange started by [`Collective::start_exchange`].
+pub trait ExchangeInProgress {
+    /// Whether every message has been sent and received; never blocks. Advances the
+    /// exchange (MPI progresses nonblocking transfers inside its calls).
+    fn test(&mut self) -> bool;
+    /// Waits for the exchange to end; the received messages, in the order of `from`,
+    /// each behind its reserved bytes, and the sent ones, given back for reuse.
+    fn finish(self) -> Exchanged;
+}
+
+/// A finished exchange: what [`ExchangeInProgress::finish`] returns.
+///
+/// ```
+/// use rankmig::checkpoint::{Collective, ExchangeInProgress, LocalCollective};
+/// let sent = LocalCollective.start_exchange(vec![(0, vec![7, 8])], &[0], 2).finish();
+/// assert_eq!(sent.received, vec![vec![0, 0, 7, 8]]);
+/// assert_eq!(sent.sent, vec![vec![7, 8]]);
+/// ```
+#[derive(Debug, Default)]
+pub struct Exchanged {
+    /// The messages received, in the order of the exchange's `from`, each behind its
+    /// reserved zero bytes.
+    pub received: Vec<Vec<u8>>,
+    /// The messages sent, in the order given.
+    pub sent: Vec<Vec<u8>>,
+}
+
+impl ExchangeInProgress for Exchanged {
+    fn test(&mut self) -> bool {
+        true
+    }
+
+    fn finish(self) -> Exchanged {
+        self
+    }
+}
+
+/// [`Collective::start_exchange`] done at once, by [`Collective::exchange_bytes`]: for
+/// collectives whose transfers cannot go on in the background.
+pub fn exchange_at_once<C: Collective + ?Sized>(
+    coll: &C,
+    sends: Vec<(u32, Vec<u8>)>,
+    from: &[u32],
+    reserve: usize,
+) -> Exchanged {
+    let borrowed: Vec<(u32, &[u8])> = sends.iter().map(|(to, b)| (*to, b.as_slice())).collect();
+    let received = coll.exchange_bytes(&borrowed, from, reserve);
+    Exchanged {
+        received,
+        sent: sends.into_iter().map(|(_, b)| b).collect(),
     }
 }
 
@@ -40,6 +107,8 @@ pub trait Collective {
 pub struct LocalCollective;
 
 impl Collective for LocalCollective {
+    type Exchange = Exchanged;
+
     fn rank(&self) -> u32 {
         0
     }
@@ -62,6 +131,15 @@ impl Collective for LocalCollective {
                 buf
             })
             .collect()
+    }
+
+    fn start_exchange(
+        &self,
+        sends: Vec<(u32, Vec<u8>)>,
+        from: &[u32],
+        reserve: usize,
+    ) -> Exchanged {
+        exchange_at_once(self, sends, from, reserve)
     }
 }
 

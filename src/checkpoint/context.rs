@@ -2,6 +2,7 @@
 //! epochs collectively and restores at restart.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -12,11 +13,11 @@ use super::config::{CheckpointConfig, Interval};
 use super::epoch::{self, CommitMarker};
 use super::error::CheckpointError;
 use super::job_dir;
-use super::levels::{Level, NodeLevel};
+use super::levels::{Level, NodeLevel, PartnerTransfer};
 use super::restore::{self, Loaded, LocalFinder};
 use super::storage::{self, FORMAT_VERSION, FileHeader, HEADER_LEN};
 use super::thread_owner::ThreadOwner;
-use super::writer::{WriteJob, WriteOutcome, Writer};
+use super::writer::{CopyFile, WriteJob, WriteOutcome, Writer};
 
 /// Delay from a save to the first collective check of its write (time interval
 /// mode); each further check while the write goes on waits twice as long as the one
@@ -69,6 +70,11 @@ pub struct CheckpointContext<C: Collective = LocalCollective> {
     /// Collective checks of the write in flight so far (spaces the next one).
     commit_checks: u32,
     outcome: Option<WriteOutcome>,
+    /// The partner copies of the save in flight on their way, and the channel that
+    /// hands them to the writer thread once received. Declared before `writer`: it is
+    /// dropped first, so a writer thread waiting for the copies is let go before the
+    /// writer's drop joins it.
+    partner: Option<CopiesOnTheirWay<C::Exchange>>,
     writer: Writer,
     restored: Option<u64>,
     committed: Option<u64>,
@@ -80,6 +86,15 @@ pub struct CheckpointContext<C: Collective = LocalCollective> {
     node: Option<NodeLevel>,
     /// The level the state was restored from.
     restored_level: Option<Level>,
+}
+
+/// The partner copies of the save in flight ([`NodeLevel::start_partner_copies`]), and
+/// the channel that hands them to the writer thread, which waits for them after this
+/// rank's own file ([`WriteJob::late_copies`]).
+#[derive(Debug)]
+struct CopiesOnTheirWay<E> {
+    transfer: PartnerTransfer<E>,
+    to_writer: Sender<Vec<CopyFile>>,
 }
 
 /// A rank's checkpoint schedule and epoch counters, handed to the process that replaces
@@ -147,6 +162,7 @@ impl<C: Collective> CheckpointContext<C> {
             pending: None,
             commit_checks: 0,
             outcome: None,
+            partner: None,
             writer: Writer::new(),
             restored: None,
             committed: None,
@@ -189,6 +205,7 @@ impl<C: Collective> CheckpointContext<C> {
             pending: None,
             commit_checks: 0,
             outcome: None,
+            partner: None,
             writer: Writer::new(),
             restored: handover.restored,
             committed: handover.committed,
@@ -547,6 +564,7 @@ impl<C: Collective> CheckpointContext<C> {
     /// collective; the epoch is committed at the next collective check, soon after
     /// every rank's write ended).
     pub fn writing(&mut self) -> bool {
+        self.advance_partner_copies(false);
         if self.pending.is_some() && self.outcome.is_none() && self.writer.poll() {
             self.outcome = self.writer.wait();
         }
@@ -650,18 +668,27 @@ impl<C: Collective> CheckpointContext<C> {
         }
         let header = self.header(epoch);
         let spare = Some(epoch::spare_path(self.save_dir(), self.coll.rank()));
-        let (copies, note) = match self.node.as_mut() {
-            Some(node) => node.partner_copies(&self.coll, &buf, &header),
-            None => (Vec::new(), None),
+        let late_copies = match self.node.as_mut() {
+            Some(node) => {
+                let (transfer, note) = node.start_partner_copies(&self.coll, &buf, &header);
+                self.note(note.into_iter().collect());
+                let (tx, rx) = mpsc::channel();
+                self.partner = Some(CopiesOnTheirWay {
+                    transfer,
+                    to_writer: tx,
+                });
+                Some(rx)
+            }
+            None => None,
         };
-        self.note(note.into_iter().collect());
         self.writer.submit(WriteJob {
             dir,
             name,
             header,
             buf,
             spare,
-            copies,
+            copies: Vec::new(),
+            late_copies,
             source: None,
             fallback: self
                 .node
@@ -722,6 +749,7 @@ impl<C: Collective> CheckpointContext<C> {
 
     /// Collective check: takes this rank's write outcome if ready, then agrees.
     fn exchange(&mut self, elapsed_ns: u64) -> Agreed {
+        self.advance_partner_copies(false);
         if self.pending.is_some() && self.outcome.is_none() && self.writer.poll() {
             self.outcome = self.writer.wait();
         }
@@ -732,6 +760,28 @@ impl<C: Collective> CheckpointContext<C> {
             all_done: a[0] == 0,
             failed: a[1],
             elapsed_ns: a[2],
+        }
+    }
+
+    /// Hands the partner copies of the save in flight to the writer thread once their
+    /// transfer has ended (waiting for it with `wait`), and keeps the send buffer for
+    /// the next save. Not collective: the transfer advances inside MPI calls.
+    fn advance_partner_copies(&mut self, wait: bool) {
+        let Some(on_the_way) = self.partner.as_mut() else {
+            return;
+        };
+        if !wait && !on_the_way.transfer.test() {
+            return;
+        }
+        let Some(on_the_way) = self.partner.take() else {
+            return;
+        };
+        let (copies, sent) = on_the_way.transfer.finish();
+        // The writer thread may be gone, or not waiting (its own file failed): the
+        // copies are then not kept, as its outcome says.
+        let _ = on_the_way.to_writer.send(copies);
+        if let Some(node) = self.node.as_mut() {
+            sent.into_iter().for_each(|b| node.reuse_send_buffer(b));
         }
     }
 
@@ -747,6 +797,7 @@ impl<C: Collective> CheckpointContext<C> {
         if self.pending.is_none() {
             return Ok(());
         }
+        self.advance_partner_copies(true);
         if self.outcome.is_none() {
             self.outcome = self.writer.wait();
         }

@@ -26,6 +26,16 @@ pub(super) struct ThreadCollective {
 }
 
 impl Collective for ThreadCollective {
+    type Exchange = crate::checkpoint::Exchanged;
+
+    fn start_exchange(
+        &self,
+        sends: Vec<(u32, Vec<u8>)>,
+        from: &[u32],
+        reserve: usize,
+    ) -> Self::Exchange {
+        crate::checkpoint::collective::exchange_at_once(self, sends, from, reserve)
+    }
     fn rank(&self) -> u32 {
         self.rank
     }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use super::collective::Collective;
+use super::collective::{Collective, ExchangeInProgress};
 use super::config::CheckpointConfig;
 use super::epoch::{self, CommitMarker, EpochEntry};
 use super::error::CheckpointError;
@@ -66,6 +66,52 @@ pub struct NodeRestore<T> {
     pub level: Level,
 }
 
+/// The partner copies of a save on their way ([`NodeLevel::start_partner_copies`]).
+pub struct PartnerTransfer<E> {
+    exchange: E,
+    /// The ranks whose copies this rank receives, in the exchange's order.
+    from: Vec<u32>,
+    /// The header of this rank's own file of the save (its rank replaced in each copy).
+    header: FileHeader,
+}
+
+impl<E> fmt::Debug for PartnerTransfer<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PartnerTransfer")
+            .field("from", &self.from)
+            .field("epoch", &self.header.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: ExchangeInProgress> PartnerTransfer<E> {
+    /// Whether the transfer has ended; never blocks.
+    pub fn test(&mut self) -> bool {
+        self.exchange.test()
+    }
+
+    /// Waits for the transfer to end. Returns the copies received, as files for the
+    /// writer thread, and the buffers sent, for reuse.
+    pub fn finish(self) -> (Vec<CopyFile>, Vec<Vec<u8>>) {
+        let done = self.exchange.finish();
+        let header = self.header;
+        let copies = self
+            .from
+            .iter()
+            .zip(done.received)
+            .map(|(&rank, buf)| CopyFile {
+                name: epoch::copy_file_name(rank),
+                header: FileHeader {
+                    rank,
+                    ..header.clone()
+                },
+                buf,
+            })
+            .collect();
+        (copies, done.sent)
+    }
+}
+
 /// This rank's node-local level: its directory, the partners of the last save, and the
 /// flush to the shared directory in flight.
 #[derive(Debug)]
@@ -81,6 +127,8 @@ pub struct NodeLevel {
     /// Epoch being flushed, and its outcome once known.
     flushing: Option<u64>,
     flush_outcome: Option<WriteOutcome>,
+    /// The buffer the last partner transfer sent, kept for the next one.
+    send_buffer: Vec<u8>,
 }
 
 impl NodeLevel {
@@ -107,6 +155,7 @@ impl NodeLevel {
             flusher: Writer::new(),
             flushing: None,
             flush_outcome: None,
+            send_buffer: Vec::new(),
         }))
     }
 
@@ -120,44 +169,52 @@ impl NodeLevel {
         epoch::max_epoch(&self.epochs_dir)
     }
 
-    /// Sends this rank's serialised state (`buf`, behind [`HEADER_LEN`] reserved bytes)
-    /// to its partner and receives the states of the ranks it keeps copies of, as files
-    /// for the writer thread. Collective: the ranks gather their hosts first, so the
-    /// partners follow the ranks when they move. With every rank on one host there is
-    /// no partner, and a note says so.
-    pub fn partner_copies<C: Collective + ?Sized>(
+    /// Starts sending this rank's serialised state (`buf`, behind [`HEADER_LEN`]
+    /// reserved bytes) to its partner and receiving the states of the ranks it keeps
+    /// copies of ([`Collective::start_exchange`]): the transfer goes on while the
+    /// application computes, and [`PartnerTransfer::finish`] gives the copies as files
+    /// for the writer thread. The payload is copied into a send buffer kept for the
+    /// next save, so the writer thread writes `buf` meanwhile. Collective: the ranks
+    /// gather their hosts first, so the partners follow the ranks when they move. With
+    /// every rank on one host there is no partner, and a note says so.
+    pub fn start_partner_copies<C: Collective + ?Sized>(
         &mut self,
         coll: &C,
         buf: &[u8],
         header: &FileHeader,
-    ) -> (Vec<CopyFile>, Option<String>) {
+    ) -> (PartnerTransfer<C::Exchange>, Option<String>) {
         let map = where_ranks_run(coll);
         let me = coll.rank();
-        let sends: Vec<(u32, &[u8])> = map
+        let sends: Vec<(u32, Vec<u8>)> = map
             .partner_of(me)
-            .map(|p| (p, buf.get(HEADER_LEN..).unwrap_or_default()))
+            .map(|p| {
+                let mut out = std::mem::take(&mut self.send_buffer);
+                out.clear();
+                out.extend_from_slice(buf.get(HEADER_LEN..).unwrap_or_default());
+                (p, out)
+            })
             .into_iter()
             .collect();
         let from = map.keeps_copies_of(me);
-        let received = coll.exchange_bytes(&sends, &from, HEADER_LEN);
-        let copies = from
-            .iter()
-            .zip(received)
-            .map(|(&rank, buf)| CopyFile {
-                name: epoch::copy_file_name(rank),
-                header: FileHeader {
-                    rank,
-                    ..header.clone()
-                },
-                buf,
-            })
-            .collect();
+        let exchange = coll.start_exchange(sends, &from, HEADER_LEN);
         let note = (map.host_count() < 2).then(|| {
             "every rank runs on one host: no partner copies (the node-local files alone are kept)"
                 .to_owned()
         });
         self.partners = Some(map);
-        (copies, note)
+        let transfer = PartnerTransfer {
+            exchange,
+            from,
+            header: header.clone(),
+        };
+        (transfer, note)
+    }
+
+    /// Keeps the send buffer of a finished [`PartnerTransfer`] for the next save.
+    pub fn reuse_send_buffer(&mut self, buf: Vec<u8>) {
+        if buf.capacity() >= self.send_buffer.capacity() {
+            self.send_buffer = buf;
+        }
     }
 
     /// Commits `marker`'s epoch at the node level on this host, if this rank is its
@@ -226,6 +283,7 @@ impl NodeLevel {
             buf: Vec::new(),
             spare: Some(epoch::spare_path(&self.shared_dir, rank)),
             copies: Vec::new(),
+            late_copies: None,
             source: Some(source),
             fallback: None,
         };

@@ -101,7 +101,7 @@ pub mod storage;
 pub mod thread_owner;
 pub mod writer;
 
-pub use collective::{Collective, LocalCollective};
+pub use collective::{Collective, ExchangeInProgress, Exchanged, LocalCollective};
 pub use config::{CheckpointConfig, Interval};
 pub use context::{CheckpointContext, Handover};
 pub use error::CheckpointError;

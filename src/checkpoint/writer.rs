@@ -28,6 +28,11 @@ pub struct WriteJob {
     pub spare: Option<PathBuf>,
     /// Other ranks' files written into `dir` after this one (partner copies).
     pub copies: Vec<CopyFile>,
+    /// Partner copies still on their way when the job was submitted: received from
+    /// here once this rank's own file is written, then written into `dir` as
+    /// [`WriteJob::copies`]; the outcome waits for them. A sender dropped without
+    /// sending is noted in [`WriteOutcome::notes`].
+    pub late_copies: Option<Receiver<Vec<CopyFile>>>,
     /// A checkpoint file whose content is written instead of `buf` (a flush of a
     /// node-local file to the shared directory): read and verified by the writer
     /// thread, whose header then replaces `header`.
@@ -255,6 +260,14 @@ pub fn run_job(mut job: WriteJob) -> WriteOutcome {
     }
     if result.is_ok() {
         notes.extend(write_copies(&job.dir, &mut job.copies));
+        if let Some(late) = job.late_copies.take() {
+            match late.recv() {
+                Ok(mut copies) => notes.extend(write_copies(&job.dir, &mut copies)),
+                Err(_) => notes.push(format!(
+                    "partner copies of epoch {epoch} not received: their transfer was abandoned"
+                )),
+            }
+        }
     }
     WriteOutcome {
         epoch,
@@ -370,6 +383,7 @@ mod tests {
             buf,
             spare: None,
             copies: Vec::new(),
+            late_copies: None,
             source: None,
             fallback: None,
         }
