@@ -392,3 +392,35 @@ fn time_interval_saves_at_the_same_iteration_on_every_rank() {
         );
     }
 }
+
+/// The partner copy of a node-local save travels in the background: over MPI, with 2
+/// real ranks, rank 0's exchange of 8 MiB starts and returns while rank 1 has not
+/// started its own (it waits at a barrier rank 0 enters afterwards), is not yet done,
+/// and ends once rank 1 takes part; each rank then holds the other's bytes
+/// (`examples/partner_exchange.rs`). An exchange that waited for its partner would
+/// hang there, and the bound of [`crate::support::job::Job::finish`] fail the test.
+#[test]
+fn a_partner_exchange_starts_without_waiting_for_the_partner_and_delivers_every_byte() {
+    let _g = mpi_lock();
+    let program = crate::support::example("partner_exchange");
+    let mut cmd = crate::support::plain_launch_with(2, &program, &["--mib", "8"], &[]);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let job = crate::support::job::Job(Some(cmd.spawn().expect("the launcher starts")));
+    let out = job
+        .finish()
+        .unwrap_or_else(|hung| panic!("the exchange did not end: {}", hung.0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert_eq!(
+        text.matches("exchange started before the partner's: ok")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches(&format!("received {} bytes: ok", 8 << 20))
+            .count(),
+        2,
+        "{text}"
+    );
+}
