@@ -687,7 +687,6 @@ impl<C: Collective> CheckpointContext<C> {
             header,
             buf,
             spare,
-            copies: Vec::new(),
             late_copies,
             source: None,
             fallback: self

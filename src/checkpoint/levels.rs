@@ -282,7 +282,6 @@ impl NodeLevel {
             header: FileHeader::default(),
             buf: Vec::new(),
             spare: Some(epoch::spare_path(&self.shared_dir, rank)),
-            copies: Vec::new(),
             late_copies: None,
             source: Some(source),
             fallback: None,

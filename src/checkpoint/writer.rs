@@ -26,12 +26,10 @@ pub struct WriteJob {
     pub buf: Vec<u8>,
     /// A retired file of this rank to overwrite instead of creating a new one.
     pub spare: Option<PathBuf>,
-    /// Other ranks' files written into `dir` after this one (partner copies).
-    pub copies: Vec<CopyFile>,
-    /// Partner copies still on their way when the job was submitted: received from
-    /// here once this rank's own file is written, then written into `dir` as
-    /// [`WriteJob::copies`]; the outcome waits for them. A sender dropped without
-    /// sending is noted in [`WriteOutcome::notes`].
+    /// Other ranks' files (partner copies), on their way when the job was submitted:
+    /// received from here once this rank's own file is written, then written into
+    /// `dir`; the outcome waits for them. A sender dropped without sending is noted in
+    /// [`WriteOutcome::notes`].
     pub late_copies: Option<Receiver<Vec<CopyFile>>>,
     /// A checkpoint file whose content is written instead of `buf` (a flush of a
     /// node-local file to the shared directory): read and verified by the writer
@@ -241,8 +239,8 @@ impl Drop for Writer {
 }
 
 /// Fills in the header of `job.buf` and writes it atomically, then checks it; if that
-/// fails, writes it to the job's fallback directory, if any; then writes the partner
-/// copies, a copy that fails being noted, not failing the write.
+/// fails, writes it to the job's fallback directory, if any; then waits for the partner
+/// copies and writes them, a copy that fails being noted, not failing the write.
 pub fn run_job(mut job: WriteJob) -> WriteOutcome {
     let epoch = job.header.epoch;
     let mut notes = Vec::new();
@@ -259,7 +257,6 @@ pub fn run_job(mut job: WriteJob) -> WriteOutcome {
         });
     }
     if result.is_ok() {
-        notes.extend(write_copies(&job.dir, &mut job.copies));
         if let Some(late) = job.late_copies.take() {
             match late.recv() {
                 Ok(mut copies) => notes.extend(write_copies(&job.dir, &mut copies)),
@@ -382,7 +379,6 @@ mod tests {
             },
             buf,
             spare: None,
-            copies: Vec::new(),
             late_copies: None,
             source: None,
             fallback: None,
