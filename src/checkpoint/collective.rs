@@ -15,19 +15,16 @@ pub trait Collective {
     fn all_max(&self, values: &mut [u64]);
     /// Waits until every rank has reached this call.
     fn barrier(&self);
-    /// Sends each `(to, bytes)` of `sends` and receives one message from each rank of
-    /// `from`, returned in that order, each behind `reserve` zero bytes (room for a
-    /// header). Every rank calls it at the same point; a rank named in another's `from`
-    /// must send it exactly one message, and a message may go to this rank itself.
-    fn exchange_bytes(&self, sends: &[(u32, &[u8])], from: &[u32], reserve: usize) -> Vec<Vec<u8>>;
     /// An exchange started by [`Collective::start_exchange`].
     type Exchange: ExchangeInProgress;
-    /// Starts the exchange of [`Collective::exchange_bytes`], taking the messages to
-    /// send, and returns it in progress: the caller goes on and completes it later
-    /// ([`ExchangeInProgress::test`], [`ExchangeInProgress::finish`]). The same rules
-    /// hold: every rank starts its exchange at the same point. [`exchange_at_once`]
-    /// serves collectives without nonblocking transfers; [`super::MpiCollective`]
-    /// starts nonblocking sends and receives.
+    /// Starts sending each `(to, bytes)` of `sends` and receiving one message from each
+    /// rank of `from`, and returns the exchange in progress: the caller goes on and
+    /// completes it later ([`ExchangeInProgress::test`], [`ExchangeInProgress::finish`],
+    /// which gives the messages received in the order of `from`, each behind `reserve`
+    /// zero bytes: room for a header). Every rank starts its exchange at the same point;
+    /// a rank named in another's `from` must send it exactly one message, and a message
+    /// may go to this rank itself. [`super::MpiCollective`] starts nonblocking sends and
+    /// receives; [`LocalCollective`] exchanges at once.
     fn start_exchange(
         &self,
         sends: Vec<(u32, Vec<u8>)>,
@@ -78,22 +75,6 @@ impl ExchangeInProgress for Exchanged {
     }
 }
 
-/// [`Collective::start_exchange`] done at once, by [`Collective::exchange_bytes`]: for
-/// collectives whose transfers cannot go on in the background.
-pub fn exchange_at_once<C: Collective + ?Sized>(
-    coll: &C,
-    sends: Vec<(u32, Vec<u8>)>,
-    from: &[u32],
-    reserve: usize,
-) -> Exchanged {
-    let borrowed: Vec<(u32, &[u8])> = sends.iter().map(|(to, b)| (*to, b.as_slice())).collect();
-    let received = coll.exchange_bytes(&borrowed, from, reserve);
-    Exchanged {
-        received,
-        sent: sends.into_iter().map(|(_, b)| b).collect(),
-    }
-}
-
 /// The collective of a job with a single rank: every operation is the identity.
 ///
 /// ```
@@ -121,8 +102,14 @@ impl Collective for LocalCollective {
 
     fn barrier(&self) {}
 
-    fn exchange_bytes(&self, sends: &[(u32, &[u8])], from: &[u32], reserve: usize) -> Vec<Vec<u8>> {
-        from.iter()
+    fn start_exchange(
+        &self,
+        sends: Vec<(u32, Vec<u8>)>,
+        from: &[u32],
+        reserve: usize,
+    ) -> Exchanged {
+        let received = from
+            .iter()
             .map(|&f| {
                 let mut buf = vec![0u8; reserve];
                 if let Some((_, bytes)) = sends.iter().find(|(to, _)| *to == f) {
@@ -130,16 +117,11 @@ impl Collective for LocalCollective {
                 }
                 buf
             })
-            .collect()
-    }
-
-    fn start_exchange(
-        &self,
-        sends: Vec<(u32, Vec<u8>)>,
-        from: &[u32],
-        reserve: usize,
-    ) -> Exchanged {
-        exchange_at_once(self, sends, from, reserve)
+            .collect();
+        Exchanged {
+            received,
+            sent: sends.into_iter().map(|(_, b)| b).collect(),
+        }
     }
 }
 

@@ -28,14 +28,6 @@ pub(super) struct ThreadCollective {
 impl Collective for ThreadCollective {
     type Exchange = crate::checkpoint::Exchanged;
 
-    fn start_exchange(
-        &self,
-        sends: Vec<(u32, Vec<u8>)>,
-        from: &[u32],
-        reserve: usize,
-    ) -> Self::Exchange {
-        crate::checkpoint::collective::exchange_at_once(self, sends, from, reserve)
-    }
     fn rank(&self) -> u32 {
         self.rank
     }
@@ -56,11 +48,16 @@ impl Collective for ThreadCollective {
     fn barrier(&self) {
         self.barrier.wait();
     }
-    fn exchange_bytes(&self, sends: &[(u32, &[u8])], from: &[u32], reserve: usize) -> Vec<Vec<u8>> {
+    fn start_exchange(
+        &self,
+        sends: Vec<(u32, Vec<u8>)>,
+        from: &[u32],
+        reserve: usize,
+    ) -> Self::Exchange {
         {
             let mut mail = self.mail.lock().unwrap();
-            for (to, bytes) in sends {
-                assert!(mail.insert((self.rank, *to), bytes.to_vec()).is_none());
+            for (to, bytes) in &sends {
+                assert!(mail.insert((self.rank, *to), bytes.clone()).is_none());
             }
         }
         self.barrier.wait();
@@ -78,7 +75,10 @@ impl Collective for ThreadCollective {
                 .collect()
         };
         self.barrier.wait();
-        received
+        crate::checkpoint::Exchanged {
+            received,
+            sent: sends.into_iter().map(|(_, b)| b).collect(),
+        }
     }
     fn host_name(&self) -> String {
         self.host.clone()

@@ -524,14 +524,13 @@ impl NodeLevel {
                 files.push((rank, bytes));
             }
         }
-        let sends: Vec<(u32, &[u8])> = files.iter().map(|(r, b)| (*r, &b[..])).collect();
         let mine = holders[me as usize];
         let from: Vec<u32> = if mine == u64::MAX {
             Vec::new()
         } else {
             vec![u32::try_from(mine - 1).unwrap_or(u32::MAX)]
         };
-        let received = coll.exchange_bytes(&sends, &from, 0);
+        let received = coll.start_exchange(files, &from, 0).finish().received;
         let Some(bytes) = received.into_iter().next() else {
             return Ok(());
         };

@@ -8,7 +8,7 @@ use mpi::collective::SystemOperation;
 use mpi::ffi;
 use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::SimpleCommunicator;
-use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
+use mpi::traits::{Communicator, CommunicatorCollectives};
 
 use super::collective::{Collective, ExchangeInProgress, Exchanged};
 use crate::mpi_request::wait_sleeping;
@@ -145,53 +145,9 @@ impl Collective for MpiCollective {
         self.communicator().barrier();
     }
 
-    /// Every receive is posted before any send, so the blocking sends cannot wait on
-    /// each other; each message goes as its length, then in pieces of at most
-    /// [`EXCHANGE_PIECE`] bytes (MPI counts are `int`).
-    fn exchange_bytes(&self, sends: &[(u32, &[u8])], from: &[u32], reserve: usize) -> Vec<Vec<u8>> {
-        let comm = self.communicator();
-        let rank_of = |r: u32| comm.process_at_rank(i32::try_from(r).unwrap_or(i32::MAX));
-        let mut lens = vec![0u64; from.len()];
-        mpi::request::scope(|scope| {
-            let pending: Vec<_> = lens
-                .iter_mut()
-                .zip(from)
-                .map(|(len, &f)| rank_of(f).immediate_receive_into_with_tag(scope, len, TAG_LENGTH))
-                .collect();
-            for (to, bytes) in sends {
-                rank_of(*to).send_with_tag(&(bytes.len() as u64), TAG_LENGTH);
-            }
-            for request in pending {
-                request.wait();
-            }
-        });
-        let mut bufs: Vec<Vec<u8>> = lens
-            .iter()
-            .map(|&len| vec![0u8; reserve + usize::try_from(len).unwrap_or(usize::MAX)])
-            .collect();
-        mpi::request::scope(|scope| {
-            let mut pending = Vec::new();
-            for (buf, &f) in bufs.iter_mut().zip(from) {
-                for piece in buf[reserve..].chunks_mut(EXCHANGE_PIECE) {
-                    pending
-                        .push(rank_of(f).immediate_receive_into_with_tag(scope, piece, TAG_BYTES));
-                }
-            }
-            for (to, bytes) in sends {
-                for piece in bytes.chunks(EXCHANGE_PIECE) {
-                    rank_of(*to).send_with_tag(piece, TAG_BYTES);
-                }
-            }
-            for request in pending {
-                request.wait();
-            }
-        });
-        bufs
-    }
-
-    /// Nonblocking sends and receives ([`EXCHANGE_PIECE`] pieces, as
-    /// [`Collective::exchange_bytes`]), advanced by every MPI call of the process
-    /// and by [`ExchangeInProgress::test`].
+    /// Nonblocking sends and receives, each message as its length, then in pieces of at
+    /// most [`EXCHANGE_PIECE`] bytes (MPI counts are `int`), advanced by every MPI call
+    /// of the process and by [`ExchangeInProgress::test`].
     fn start_exchange(
         &self,
         sends: Vec<(u32, Vec<u8>)>,
@@ -202,7 +158,7 @@ impl Collective for MpiCollective {
     }
 }
 
-/// Largest piece of a message of [`Collective::exchange_bytes`], in bytes.
+/// Largest piece of a message of [`Collective::start_exchange`], in bytes.
 pub const EXCHANGE_PIECE: usize = 1 << 30;
 const TAG_LENGTH: i32 = 7101;
 const TAG_BYTES: i32 = 7102;
